@@ -1,0 +1,78 @@
+"""The one request cache every model call goes through.
+
+Keyed by model identity, request kind, sampling settings, the full prompt and the repeat index,
+so that (a) killing a run anywhere and re-running it never pays for an answered request twice,
+and (b) repeats of the same prompt (judge repeats, epochs) are distinct requests.
+
+SQLite in WAL mode: one file, crash-safe, readable by other tools while a run is writing.
+Transient failures (timeouts, 5xx, dropped connections) are not cached, so a resumed run asks
+again; deterministic outcomes such as a content-filter refusal are, so a resume does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from clinieval.types import JSON
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def request_key(kind: str, model: JSON, settings: JSON, prompt: Any, repeat: int) -> str:
+    """A stable hash of everything that decides a request's answer."""
+    canonical = json.dumps(
+        {"kind": kind, "model": model, "settings": settings, "prompt": prompt, "repeat": repeat},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class RequestCache:
+    """A persistent key → JSON map of answered model requests."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a process kill; only an OS crash may lose the last commits.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.execute(_SCHEMA)
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> JSON | None:
+        row = self._db.execute("SELECT value FROM requests WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        value: JSON = json.loads(row[0])
+        return value
+
+    def put(self, key: str, kind: str, value: JSON) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO requests (key, kind, value, created) VALUES (?, ?, ?, ?)",
+            (key, kind, json.dumps(value, ensure_ascii=False), time.time()),
+        )
+
+    def __len__(self) -> int:
+        row = self._db.execute("SELECT COUNT(*) FROM requests").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        self._db.close()

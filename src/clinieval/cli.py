@@ -1,0 +1,184 @@
+"""The ``clinieval`` command: parses, calls the library, prints. No logic of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clinieval.errors import UserError
+from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.scoring.scorers import Scorer, scorer_by_name
+from clinieval.summary import ScorerSummary
+from clinieval.task import Task
+from clinieval.types import GenerationConfig
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Offline, private evaluation of language models on clinical tasks.",
+)
+
+DEFAULT_MODEL = "llamacpp:smollm2-135m-instruct"
+TINY_MODEL_NOTE = (
+    "note: {name} is a tiny embedded model: it exercises every code path with real text, but its "
+    "scores say nothing about clinical ability. Point --model at a capable server for real numbers."
+)
+
+
+def _build_task(
+    name: str,
+    data: Path | None,
+    split: str,
+    scorers: list[Scorer] | None,
+    generation: GenerationConfig | None,
+) -> Task:
+    if name == "pubmedqa":
+        from clinieval.tasks.pubmedqa import pubmedqa_task
+
+        if split not in {"test", "all"}:
+            raise UserError(f"--split {split!r}: pubmedqa has splits test and all")
+        return pubmedqa_task(data, "test" if split == "test" else "all", scorers, generation)
+    if name.endswith(".jsonl"):
+        from clinieval.tasks.jsonl import jsonl_task
+
+        return jsonl_task(Path(name), scorers, generation)
+    raise UserError(f"unknown task {name!r}; known: pubmedqa, or a path to a .jsonl file")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
+
+
+def _setup_logging(verbose: bool) -> None:
+    # Patient text is logged only at DEBUG, which this CLI never enables.
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="pubmedqa, or a .jsonl file of your own samples")],
+    model: Annotated[str, typer.Option("--model", "-m", help="model spec")] = DEFAULT_MODEL,
+    limit: Annotated[int | None, typer.Option(help="evaluate only the first N samples")] = None,
+    out: Annotated[Path | None, typer.Option(help="run directory (default: runs/TASK-MODEL-HASH)")] = None,
+    data: Annotated[Path | None, typer.Option(help="dataset folder (default: shared/data/TASK)")] = None,
+    split: Annotated[str, typer.Option(help="dataset split")] = "test",
+    scorer: Annotated[list[str] | None, typer.Option(help="scorer name (repeatable)")] = None,
+    temperature: Annotated[float, typer.Option()] = 0.0,
+    max_tokens: Annotated[int | None, typer.Option(help="generation budget")] = None,
+    seed: Annotated[int, typer.Option()] = 0,
+    stop: Annotated[list[str] | None, typer.Option(help="stop sequence (repeatable)")] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="ask each sample N times")] = 1,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 120.0,
+    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
+    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 4096,
+    allow_host: Annotated[
+        list[str] | None, typer.Option(help="allow a non-loopback endpoint host (repeatable)")
+    ] = None,
+    overwrite: Annotated[bool, typer.Option(help="discard a different run at --out")] = False,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Evaluate MODEL on TASK; re-running the same command resumes where it stopped."""
+    _setup_logging(verbose)
+    from clinieval.session import RunRequest, run_evaluation
+
+    scorers = [scorer_by_name(s) for s in scorer] if scorer else None
+    probe = _build_task(task, data, split, scorers, None)
+    generation = GenerationConfig(
+        temperature=temperature,
+        max_tokens=max_tokens if max_tokens is not None else probe.generation.max_tokens,
+        seed=seed,
+        stop=tuple(stop or ()),
+    )
+    the_task = _build_task(task, data, split, scorers, generation)
+    options = BackendOptions(
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_retries=retries,
+        n_ctx=n_ctx,
+        allow_hosts=tuple(allow_host or ()),
+    )
+    the_model = parse_model_spec(model, options)
+    request = RunRequest(
+        task=the_task,
+        model=the_model,
+        model_spec=model,
+        out=out,
+        limit=limit,
+        repeats=repeats,
+        concurrency=concurrency,
+        overwrite=overwrite,
+        progress=progress,
+        default_out=lambda fp: Path("runs") / f"{_slug(the_task.name)}-{_slug(the_model.name)}-{fp[:8]}",
+    )
+    result = asyncio.run(run_evaluation(request))
+    _print_result(result.run_path, result.summaries, result.stats_line)
+    if model.startswith("llamacpp:") and "/" not in model:
+        typer.echo(TINY_MODEL_NOTE.format(name=the_model.name), err=True)
+
+
+def _print_result(path: Path, summaries: list[ScorerSummary], stats_line: str) -> None:
+    from rich.console import Console
+
+    from clinieval.summary import render_table
+
+    console = Console()
+    console.print(render_table(summaries, title=str(path)))
+    console.print(stats_line)
+
+
+@app.command()
+def score(
+    run_dir: Annotated[Path, typer.Argument(help="a finished run directory")],
+    scorer: Annotated[list[str], typer.Option(help="scorer name (repeatable)")],
+) -> None:
+    """Re-score RUN_DIR with other scorers without calling the model under test."""
+    from clinieval.rescore import rescore
+    from clinieval.runs import RunDir
+
+    run_ = RunDir.open(run_dir)
+    summaries = rescore(run_, [scorer_by_name(s) for s in scorer])
+    _print_result(run_dir, summaries, f"scores written to {run_dir / 'scores'}")
+
+
+@app.command()
+def summary(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
+    """Print the summary table of a run from its results file."""
+    from clinieval.runs import RunDir
+    from clinieval.summary import summarize
+
+    run_ = RunDir.open(run_dir)
+    names = run_.manifest()["spec"]["task"]["scorers"]
+    _print_result(run_dir, summarize(run_.records(), names), f"status: {run_.manifest()['status']}")
+
+
+@app.command()
+def models() -> None:
+    """List the embedded models and whether they are installed."""
+    from clinieval.models.catalog import EMBEDDED
+
+    for entry in EMBEDDED:
+        try:
+            where = str(entry.locate())
+        except UserError as e:
+            where = f"not available: {e}"
+        typer.echo(f"llamacpp:{entry.name}\t{entry.description}\n    {where}")
+
+
+def main() -> None:
+    try:
+        app()
+    except UserError as e:
+        typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted; run the same command again to resume", err=True)
+        sys.exit(130)

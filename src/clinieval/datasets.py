@@ -1,0 +1,61 @@
+"""Locating and reading local dataset files, with errors that name the file and the item."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from clinieval.errors import UserError
+
+ENV_DATA_DIR = "CLINIEVAL_DATA_DIR"
+
+
+def data_root_candidates() -> list[Path]:
+    """Where a dataset folder may live, most specific first.
+
+    ``CLINIEVAL_DATA_DIR`` wins; otherwise the ``shared/data`` folder beside the working
+    directory or beside the source checkout (the layout of the project's own checkouts).
+    """
+    out: list[Path] = []
+    env = os.environ.get(ENV_DATA_DIR)
+    if env:
+        out.append(Path(env))
+    out.append(Path.cwd().parent / "shared" / "data")
+    out.append(Path(__file__).resolve().parents[3] / "shared" / "data")
+    return out
+
+
+def find_dataset_dir(name: str, explicit: Path | None) -> Path:
+    """The folder holding dataset ``name``: ``explicit`` if given, else the first candidate."""
+    if explicit is not None:
+        if not explicit.is_dir():
+            raise UserError(f"--data {explicit}: not a folder")
+        return explicit
+    for root in data_root_candidates():
+        if (root / name).is_dir():
+            return root / name
+    tried = ", ".join(str(r / name) for r in data_root_candidates())
+    raise UserError(f"dataset {name!r} not found (looked in {tried}); pass --data FOLDER")
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+
+
+def require(item: dict[str, Any], fld: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    """``item[fld]``, or a UserError naming where it is missing and what was expected."""
+    if fld not in item:
+        raise UserError(f"{where}: missing field {fld!r}")
+    value = item[fld]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise UserError(f"{where}: field {fld!r} should be {names}, got {type(value).__name__}")
+    return value

@@ -1,0 +1,204 @@
+"""Drive a task over a model: concurrent, cached, resumable, with a progress bar.
+
+A pool of workers (as many as the model can usefully take in flight) pulls (sample, repeat)
+pairs from a queue; every model request goes through the run's request cache; each finished
+record is appended and flushed at once, so a kill at any moment loses at most the requests
+that were in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from clinieval.cache import RequestCache, request_key
+from clinieval.models.base import Model
+from clinieval.records import SampleRecord
+from clinieval.runs import RunDir, append_record
+from clinieval.task import Task
+from clinieval.types import JSON, ErrorKind, LoglikOutput, ModelOutput, Sample
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RunStats:
+    total: int
+    already_done: int
+    finished: int
+    cache_hits: int
+    requests: int
+    elapsed_s: float
+
+    @property
+    def items_per_s(self) -> float:
+        return self.finished / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+class _Cached:
+    """Model calls through the request cache."""
+
+    def __init__(self, model: Model, cache: RequestCache) -> None:
+        self.model = model
+        self.cache = cache
+        self.requests = 0
+
+    async def _through(
+        self, kind: str, settings: JSON, prompt: Any, repeat: int, call: Callable[[], Awaitable[JSON]]
+    ) -> JSON:
+        key = request_key(kind, self.model.identity, settings, prompt, repeat)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        self.requests += 1
+        value = await call()
+        error = value.get("error_kind")
+        if error is None or not ErrorKind(error).transient:
+            self.cache.put(key, kind, value)
+        return value
+
+    async def generate(self, task: Task, record: SampleRecord) -> ModelOutput:
+        messages = record.messages
+        prompt = [{"role": m.role, "content": m.content} for m in messages]
+
+        async def call() -> JSON:
+            return (await self.model.generate(messages, task.generation)).to_dict()
+
+        value = await self._through("generate", task.generation.to_dict(), prompt, record.repeat, call)
+        return ModelOutput.from_dict(value)
+
+    async def loglikelihood(self, record: SampleRecord) -> LoglikOutput:
+        prompt = self.model.render(record.messages)
+        choices = list(record.sample.choices)
+
+        async def call() -> JSON:
+            return (await self.model.loglikelihood(prompt, choices)).to_dict()
+
+        value = await self._through("loglikelihood", {"choices": choices}, prompt, record.repeat, call)
+        return LoglikOutput.from_dict(value)
+
+
+async def _evaluate(task: Task, calls: _Cached, sample: Sample, repeat: int) -> SampleRecord:
+    context, info = await task.context_policy.fit(sample, calls.model)
+    record = SampleRecord(
+        sample=sample, repeat=repeat, messages=task.prompt.messages(sample, context), context_info=info
+    )
+    log.debug("sample %s repeat %d prompt: %r", sample.id, repeat, record.messages)
+    if task.needs_generation:
+        record.output = await calls.generate(task, record)
+    if task.needs_loglikelihood and sample.choices:
+        record.loglik = await calls.loglikelihood(record)
+    record.scores = {s.name: s.score(record) for s in task.scorers}
+    return record
+
+
+def pending_items(
+    samples: list[Sample], repeats: int, done: set[tuple[str, int]]
+) -> list[tuple[Sample, int]]:
+    return [(s, r) for s in samples for r in range(repeats) if (s.id, r) not in done]
+
+
+async def execute(
+    task: Task,
+    model: Model,
+    run: RunDir,
+    samples: list[Sample],
+    *,
+    repeats: int = 1,
+    concurrency: int | None = None,
+    progress: bool = True,
+) -> RunStats:
+    """Evaluate every (sample, repeat) not yet in ``run``; return what was done."""
+    done = {r.key for r in run.iter_records()}
+    todo = pending_items(samples, repeats, done)
+    total = len(samples) * repeats
+    cache = run.cache()
+    calls = _Cached(model, cache)
+    start = time.perf_counter()
+    finished = 0
+    queue: asyncio.Queue[tuple[Sample, int]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+    n_workers = max(1, min(concurrency or model.max_concurrency, len(todo) or 1))
+    bar = _Progress(progress, total, len(done), model.name)
+
+    async def worker(out: IO[str]) -> None:
+        nonlocal finished
+        while True:
+            try:
+                sample, repeat = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            record = await _evaluate(task, calls, sample, repeat)
+            append_record(out, record)
+            finished += 1
+            bar.advance()
+
+    try:
+        with run.open_appender() as out, bar:
+            await asyncio.gather(*(worker(out) for _ in range(n_workers)))
+    finally:
+        cache.close()
+    return RunStats(
+        total=total,
+        already_done=len(done),
+        finished=finished,
+        cache_hits=cache.hits,
+        requests=calls.requests,
+        elapsed_s=time.perf_counter() - start,
+    )
+
+
+class _Progress:
+    """A rich progress bar with throughput and ETA on stderr (or nothing when disabled)."""
+
+    def __init__(self, enabled: bool, total: int, done: int, label: str) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._start = time.perf_counter()
+        self._new = 0
+        self._task = self._bar.add_task(label, total=total, completed=done, rate="")
+
+    def advance(self) -> None:
+        if self._bar is None:
+            return
+        self._new += 1
+        rate = self._new / max(1e-9, time.perf_counter() - self._start)
+        self._bar.update(self._task, advance=1, rate=f"{rate:.2f} items/s")
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

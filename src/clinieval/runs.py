@@ -1,0 +1,205 @@
+"""Run directories: a manifest, an append-only results file and the request cache.
+
+Layout::
+
+    RUN/manifest.json    what was run (task, model, settings, versions, data hashes, status)
+    RUN/samples.jsonl    one SampleRecord per finished (sample, repeat), appended as they finish
+    RUN/cache.sqlite     every answered model request (see clinieval.cache)
+    RUN/scores/NAME.jsonl  re-scoring output of `clinieval score`
+
+A run is resumed by running the same command again: finished records are skipped and any
+request answered before a crash comes from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import IO
+
+from clinieval import __version__
+from clinieval.cache import RequestCache
+from clinieval.errors import UserError
+from clinieval.records import SampleRecord
+from clinieval.types import JSON
+
+MANIFEST = "manifest.json"
+SAMPLES = "samples.jsonl"
+CACHE = "cache.sqlite"
+
+_TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "httpx", "numpy", "typer", "rich")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a whole file or nothing: temp file in the same folder, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, data: JSON) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _TRACKED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fingerprint(spec: JSON) -> str:
+    """Hash of what decides a run's results; a resume must match it exactly."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_manifest(spec: JSON, data_files: list[Path]) -> JSON:
+    return {
+        "clinieval_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "fingerprint": fingerprint(spec),
+        "spec": spec,
+        "packages": package_versions(),
+        "data": {str(p): file_sha256(p) for p in data_files},
+        "status": "running",
+    }
+
+
+class RunDir:
+    """A run directory on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path / SAMPLES
+
+    def exists(self) -> bool:
+        return self.manifest_path.is_file()
+
+    def manifest(self) -> JSON:
+        try:
+            data: JSON = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"{self.path}: not a run directory (no {MANIFEST})") from None
+        except json.JSONDecodeError as e:
+            raise UserError(f"{self.manifest_path}: not valid JSON ({e})") from None
+        return data
+
+    @classmethod
+    def open(cls, path: Path) -> RunDir:
+        run = cls(path)
+        run.manifest()
+        return run
+
+    @classmethod
+    def create_or_resume(cls, path: Path, manifest: JSON, *, overwrite: bool = False) -> RunDir:
+        """Start a new run at ``path``, or resume the one there if it is the same run."""
+        run = cls(path)
+        if run.exists() and not overwrite:
+            old = run.manifest()
+            if old.get("fingerprint") != manifest["fingerprint"]:
+                diff = _first_difference(old.get("spec", {}), manifest["spec"])
+                raise UserError(
+                    f"{path}: holds a different run ({diff}); use another --out, or --overwrite to discard it"
+                )
+            old["status"] = "running"
+            old["resumed"] = [*old.get("resumed", []), time.strftime("%Y-%m-%dT%H:%M:%S%z")]
+            atomic_write_json(run.manifest_path, old)
+            return run
+        if path.exists() and any(path.iterdir()) and not overwrite:
+            raise UserError(f"{path}: exists and is not a clinieval run; choose another --out")
+        if overwrite and path.exists():
+            for name in (MANIFEST, SAMPLES, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
+                (path / name).unlink(missing_ok=True)
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(run.manifest_path, manifest)
+        return run
+
+    def set_status(self, status: str, **extra: object) -> None:
+        data = self.manifest()
+        data["status"] = status
+        data.update(extra)
+        atomic_write_json(self.manifest_path, data)
+
+    def cache(self) -> RequestCache:
+        return RequestCache(self.path / CACHE)
+
+    def iter_records(self) -> Iterator[SampleRecord]:
+        """Records in file order; a torn last line (crash mid-write) is ignored."""
+        if not self.samples_path.exists():
+            return
+        with self.samples_path.open(encoding="utf-8") as f:
+            lines = f.readlines()
+        for i, line in enumerate(lines, 1):
+            if not line.endswith("\n"):
+                break  # torn final line from a crash; it is repaired on the next append
+            try:
+                yield SampleRecord.from_dict(json.loads(line))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                raise UserError(f"{self.samples_path}:{i}: unreadable record ({e})") from None
+
+    def records(self) -> list[SampleRecord]:
+        """The latest record for each (sample, repeat), in first-seen order."""
+        latest: dict[tuple[str, int], SampleRecord] = {}
+        for rec in self.iter_records():
+            latest[rec.key] = rec
+        return list(latest.values())
+
+    def open_appender(self) -> IO[str]:
+        """Open samples.jsonl for appending, first cutting any torn last line."""
+        path = self.samples_path
+        if path.exists():
+            with path.open("rb+") as f:
+                data = f.read()
+                if data and not data.endswith(b"\n"):
+                    f.truncate(data.rfind(b"\n") + 1)
+        return path.open("a", encoding="utf-8")
+
+
+def append_record(f: IO[str], record: SampleRecord) -> None:
+    f.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+    f.flush()
+
+
+def _first_difference(old: JSON, new: JSON, prefix: str = "") -> str:
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        where = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            return _first_difference(a, b, where + ".")
+        return f"{where} was {json.dumps(a)[:80]}, now {json.dumps(b)[:80]}"
+    return "fingerprint differs"

@@ -1,0 +1,160 @@
+"""Scorers: turn one persisted model answer into a :class:`Score`.
+
+Scorers read only what a run directory holds (the sample and the model's recorded outputs), so
+``clinieval score RUN`` can apply any of them later without calling the model under test.
+
+A failed model call is never scored as wrong here: the score's value is ``None`` and its
+metadata carries the error kind, and the summary decides how to show it (both views).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from clinieval.errors import UserError
+from clinieval.records import SampleRecord
+from clinieval.types import Score
+
+Needs = Literal["generate", "loglikelihood"]
+
+
+class Scorer(Protocol):
+    """Scores one sample from its record."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> Needs:
+        """Which model request the scorer reads: generated text or choice log-likelihoods."""
+        ...
+
+    def score(self, record: SampleRecord) -> Score: ...
+
+
+def _failed(kind: str | None, message: str | None) -> Score:
+    return Score(value=None, explanation=message, metadata={"error_kind": kind})
+
+
+_ANSWER_CUE = re.compile(r"answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
+
+
+def extract_choice(text: str, choices: tuple[str, ...]) -> str | None:
+    """Find which choice a free-text answer gives.
+
+    Prefers a choice right after an "answer:" cue, then the earliest whole-word mention. Matching
+    is case-insensitive; the returned value is the choice as written in the sample.
+    """
+    if not choices:
+        return None
+    alternation = "|".join(re.escape(c) for c in sorted(choices, key=len, reverse=True))
+    word = re.compile(rf"(?<![\w])({alternation})(?![\w])", re.IGNORECASE)
+    lowered = {c.lower(): c for c in choices}
+    for cue in _ANSWER_CUE.finditer(text):
+        m = word.match(text, cue.end())
+        if m:
+            return lowered[m.group(1).lower()]
+    m = word.search(text)
+    return lowered[m.group(1).lower()] if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceExtraction:
+    """Accuracy of the choice read out of generated text (unreadable answers count as wrong)."""
+
+    name: str = "choice_extract"
+    needs: Needs = "generate"
+
+    def score(self, record: SampleRecord) -> Score:
+        out = record.output
+        if out is None:
+            raise UserError(f"scorer {self.name}: the run holds no generated text; run it with generation")
+        if not out.ok:
+            return _failed(out.error_kind, out.error_message)
+        sample = record.sample
+        answer = extract_choice(out.text, sample.choices)
+        correct = answer is not None and answer.lower() in {t.lower() for t in sample.all_targets}
+        return Score(
+            value=1.0 if correct else 0.0,
+            answer=answer,
+            metadata={"unparsed": answer is None},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceLoglik:
+    """Accuracy of the highest log-likelihood choice; ``normalize`` divides by characters (acc_norm)."""
+
+    name: str = "choice_loglik"
+    needs: Needs = "loglikelihood"
+    normalize: bool = False
+
+    def score(self, record: SampleRecord) -> Score:
+        ll = record.loglik
+        if ll is None:
+            raise UserError(
+                f"scorer {self.name}: the run holds no log-likelihoods; run it with a log-likelihood scorer"
+            )
+        if not ll.ok:
+            return _failed(ll.error_kind, ll.error_message)
+        choices = record.sample.choices
+        values = list(ll.logliks)
+        if self.normalize:
+            values = [v / max(1, len(c)) for v, c in zip(values, choices, strict=True)]
+        best = max(range(len(values)), key=lambda i: values[i])
+        answer = choices[best]
+        correct = answer.lower() in {t.lower() for t in record.sample.all_targets}
+        probs = _softmax(values)
+        return Score(
+            value=1.0 if correct else 0.0,
+            answer=answer,
+            metadata={"logliks": dict(zip(choices, ll.logliks, strict=True)), "p_answer": probs[best]},
+        )
+
+
+def _softmax(values: list[float]) -> list[float]:
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def _normalize_text(s: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", s.lower()).split())
+
+
+@dataclass(frozen=True, slots=True)
+class ExactMatch:
+    """1 when the normalised answer equals a normalised target."""
+
+    name: str = "exact_match"
+    needs: Needs = "generate"
+
+    def score(self, record: SampleRecord) -> Score:
+        out = record.output
+        if out is None or not out.ok:
+            return _failed(
+                None if out is None else out.error_kind, None if out is None else out.error_message
+            )
+        got = _normalize_text(out.text)
+        hit = any(got == _normalize_text(t) for t in record.sample.all_targets)
+        return Score(value=1.0 if hit else 0.0, answer=out.text.strip())
+
+
+BUILTIN_SCORERS: tuple[Scorer, ...] = (
+    ChoiceExtraction(),
+    ChoiceLoglik(),
+    ChoiceLoglik(name="choice_loglik_norm", normalize=True),
+    ExactMatch(),
+)
+
+
+def scorer_by_name(name: str) -> Scorer:
+    for scorer in BUILTIN_SCORERS:
+        if scorer.name == name:
+            return scorer
+    known = ", ".join(s.name for s in BUILTIN_SCORERS)
+    raise UserError(f"unknown scorer {name!r}; known: {known}")

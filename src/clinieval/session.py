@@ -1,0 +1,89 @@
+"""One evaluation from request to summary, in the order that keeps bad input harmless.
+
+Everything that can fail because of the user's input (dataset, model spec, endpoint) is checked
+before the run directory is created, so a mistake leaves no partial run behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from clinieval.models.base import Model
+from clinieval.runner import RunStats, execute
+from clinieval.runs import RunDir, atomic_write_json, build_manifest, fingerprint
+from clinieval.summary import ScorerSummary, summarize
+from clinieval.task import Task
+from clinieval.types import JSON
+
+
+@dataclass(slots=True)
+class RunRequest:
+    task: Task
+    model: Model
+    model_spec: str
+    out: Path | None
+    default_out: Callable[[str], Path]
+    limit: int | None = None
+    repeats: int = 1
+    concurrency: int | None = None
+    overwrite: bool = False
+    progress: bool = True
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_path: Path
+    stats: RunStats
+    summaries: list[ScorerSummary]
+
+    @property
+    def stats_line(self) -> str:
+        s = self.stats
+        return (
+            f"{s.finished} new, {s.already_done} resumed of {s.total}; {s.requests} model requests, "
+            f"{s.cache_hits} cache hits; {s.elapsed_s:.1f}s ({s.items_per_s:.2f} items/s)"
+        )
+
+
+def run_spec(req: RunRequest) -> JSON:
+    """What decides the results: a resumed run must match it exactly."""
+    return {
+        "task": req.task.spec(),
+        "model": {"spec": req.model_spec, "identity": req.model.identity},
+        "generation": req.task.generation.to_dict(),
+        "repeats": req.repeats,
+    }
+
+
+async def run_evaluation(req: RunRequest) -> RunResult:
+    try:
+        samples = req.task.load()
+        if req.limit is not None:
+            samples = samples[: req.limit]
+        await req.model.check()
+        spec = run_spec(req)
+        path = req.out or req.default_out(fingerprint(spec))
+        manifest = build_manifest(spec, req.task.data_files)
+        manifest["samples"] = len(samples)
+        manifest["limit"] = req.limit
+        run = RunDir.create_or_resume(path, manifest, overwrite=req.overwrite)
+        stats = await execute(
+            req.task,
+            req.model,
+            run,
+            samples,
+            repeats=req.repeats,
+            concurrency=req.concurrency,
+            progress=req.progress,
+        )
+    finally:
+        await req.model.aclose()
+    wanted = {s.id for s in samples}
+    records = [r for r in run.records() if r.sample.id in wanted and r.repeat < req.repeats]
+    summaries = summarize(records, [s.name for s in req.task.scorers])
+    atomic_write_json(path / "summary.json", {"summaries": [s.to_dict() for s in summaries]})
+    complete = len(records) == len(samples) * req.repeats
+    run.set_status("complete" if complete else "incomplete")
+    return RunResult(run_path=path, stats=stats, summaries=summaries)

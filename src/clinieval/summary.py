@@ -1,0 +1,95 @@
+"""Per-scorer summaries of a run: score with a 95 % CI, shown with and without failures."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from clinieval.records import SampleRecord
+from clinieval.stats import bootstrap_ci
+from clinieval.types import JSON, Score
+
+
+@dataclass(slots=True)
+class ScorerSummary:
+    """How one scorer saw a run.
+
+    ``mean`` excludes samples whose model call failed; ``mean_failures_as_wrong`` counts them
+    as 0, the view MedAlign reported alongside (content-filter refusals counted as incorrect).
+    """
+
+    scorer: str
+    samples: int
+    scored: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    mean_failures_as_wrong: float
+    unparsed: int
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> JSON:
+        return asdict(self)
+
+
+def _per_sample(scores: list[tuple[str, Score]]) -> tuple[list[float], list[float], Counter[str], int]:
+    """Average repeats within each sample; failures are kept apart, not averaged in."""
+    ok: dict[str, list[float]] = defaultdict(list)
+    as_wrong: dict[str, list[float]] = defaultdict(list)
+    errors: Counter[str] = Counter()
+    unparsed = 0
+    for sample_id, s in scores:
+        if s.value is None:
+            errors[str(s.metadata.get("error_kind") or "unscored")] += 1
+            as_wrong[sample_id].append(0.0)
+            continue
+        ok[sample_id].append(s.value)
+        as_wrong[sample_id].append(s.value)
+        unparsed += bool(s.metadata.get("unparsed"))
+    mean_ok = [sum(v) / len(v) for v in ok.values()]
+    mean_wrong = [sum(v) / len(v) for v in as_wrong.values()]
+    return mean_ok, mean_wrong, errors, unparsed
+
+
+def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> list[ScorerSummary]:
+    out: list[ScorerSummary] = []
+    for name in scorer_names:
+        pairs = [(r.sample.id, r.scores[name]) for r in records if name in r.scores]
+        ok, wrong, errors, unparsed = _per_sample(pairs)
+        lo, hi = bootstrap_ci(ok)
+        out.append(
+            ScorerSummary(
+                scorer=name,
+                samples=len(pairs),
+                scored=len(pairs) - sum(errors.values()),
+                mean=sum(ok) / len(ok) if ok else float("nan"),
+                ci_low=lo,
+                ci_high=hi,
+                mean_failures_as_wrong=sum(wrong) / len(wrong) if wrong else float("nan"),
+                unparsed=unparsed,
+                errors=dict(errors),
+            )
+        )
+    return out
+
+
+def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
+    """A rich Table (imported lazily: only the CLI renders)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("scorer", "n", "score", "95% CI", "failures as wrong", "unparsed", "errors"):
+        table.add_column(col, justify="left" if col in {"scorer", "errors"} else "right")
+    for s in summaries:
+        errors = ", ".join(f"{k}={v}" for k, v in sorted(s.errors.items())) or "-"
+        table.add_row(
+            s.scorer,
+            f"{s.scored}/{s.samples}",
+            f"{s.mean:.3f}",
+            f"[{s.ci_low:.3f}, {s.ci_high:.3f}]",
+            f"{s.mean_failures_as_wrong:.3f}",
+            str(s.unparsed),
+            errors,
+        )
+    return table

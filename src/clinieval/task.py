@@ -1,0 +1,100 @@
+"""Tasks: a dataset, how to prompt for it, how to fit its context, and how to score it."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from clinieval.errors import UserError
+from clinieval.models.base import Model
+from clinieval.scoring.scorers import Scorer
+from clinieval.types import JSON, GenerationConfig, Message, Sample
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """``str.format``-style templates over ``{input}``, ``{context}`` and ``{choices}``.
+
+    The question and the record are separate fields so a context policy can trim the record and
+    never the question.
+    """
+
+    user: str
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        allowed = {"input", "context", "choices"}
+        for text in (self.user, self.system or ""):
+            for _, name, _, _ in string.Formatter().parse(text):
+                if name is not None and name not in allowed:
+                    raise UserError(
+                        f"prompt template field {{{name}}} is unknown; use {{input}}, {{context}} "
+                        "or {choices}"
+                    )
+
+    def messages(self, sample: Sample, context: str) -> list[Message]:
+        fields = {"input": sample.input, "context": context, "choices": ", ".join(sample.choices)}
+        out: list[Message] = []
+        if self.system:
+            out.append(Message("system", self.system.format(**fields)))
+        out.append(Message("user", self.user.format(**fields)))
+        return out
+
+    def to_dict(self) -> JSON:
+        return {"system": self.system, "user": self.user}
+
+
+class ContextPolicy(Protocol):
+    """Decides how much of a sample's record reaches the model, and records what was done."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
+        """Return the context to use and a description of what was kept or cut."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FullContext:
+    """Pass the record through untouched (short-context tasks such as PubMedQA)."""
+
+    name: str = "full"
+
+    async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
+        return sample.context, {"policy": self.name, "truncated": False}
+
+
+@dataclass(slots=True)
+class Task:
+    """Everything needed to evaluate a model on one benchmark."""
+
+    name: str
+    load: Callable[[], list[Sample]]
+    prompt: PromptTemplate
+    scorers: Sequence[Scorer]
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    context_policy: ContextPolicy = field(default_factory=FullContext)
+    data_files: list[Path] = field(default_factory=list)
+    params: JSON = field(default_factory=dict)
+
+    @property
+    def needs_generation(self) -> bool:
+        return any(s.needs == "generate" for s in self.scorers)
+
+    @property
+    def needs_loglikelihood(self) -> bool:
+        return any(s.needs == "loglikelihood" for s in self.scorers)
+
+    def spec(self) -> JSON:
+        """The parts of the task that decide its results (for the run fingerprint)."""
+        return {
+            "name": self.name,
+            "params": self.params,
+            "prompt": self.prompt.to_dict(),
+            "context_policy": self.context_policy.name,
+            "scorers": [s.name for s in self.scorers],
+        }
