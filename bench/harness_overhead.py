@@ -1,0 +1,226 @@
+"""How much does clinieval's runner cost over a bare HTTP client, against the same server?
+
+One command starts a local llama.cpp OpenAI-compatible server (SmolLM2-135M), warms it, then
+sends the same N PubMedQA chat requests (same messages, temperature 0, max_tokens, seed 0, same
+number in flight) two ways, alternating the order (direct, clinieval, clinieval, direct, ...):
+
+  direct     a minimal httpx.AsyncClient + asyncio.Semaphore(C) posting /v1/chat/completions
+  clinieval  clinieval's run_evaluation (fresh run directory each time, so no cache hits):
+             loads and hashes the dataset, writes the manifest, sends every request through the
+             SQLite request cache, appends each record, scores, writes the summary
+
+and prints items/s for each side and the ratio clinieval / direct (goal: >= 0.95).
+
+    .venv/bin/python bench/harness_overhead.py --n 40 --concurrency 4 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _server import Server, smol_server, warm_up  # noqa: E402
+
+from clinieval.models.spec import BackendOptions, parse_model_spec  # noqa: E402
+from clinieval.scoring.scorers import ChoiceExtraction  # noqa: E402
+from clinieval.session import RunRequest, run_evaluation  # noqa: E402
+from clinieval.task import Task  # noqa: E402
+from clinieval.tasks.pubmedqa import pubmedqa_task  # noqa: E402
+from clinieval.types import GenerationConfig  # noqa: E402
+
+OUT_DIR = Path(__file__).resolve().parent / "out"
+
+
+@dataclass(slots=True)
+class Measurement:
+    side: str
+    round: int
+    items: int
+    answered: int
+    wall_s: float
+    inner_s: float | None = None  # clinieval only: the runner's own elapsed (no load/setup/summary)
+    texts: dict[str, str] | None = None
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.wall_s
+
+
+def make_task(max_tokens: int) -> Task:
+    return pubmedqa_task(
+        split="test", scorers=[ChoiceExtraction()], generation=GenerationConfig(max_tokens=max_tokens)
+    )
+
+
+async def run_direct(server: Server, task: Task, n: int, concurrency: int, rnd: int) -> Measurement:
+    """The baseline: build the same messages, post them, read the answers. Nothing else."""
+    samples = task.load()[:n]
+    gen = task.generation
+    prompts = {
+        s.id: [{"role": m.role, "content": m.content} for m in task.prompt.messages(s, s.context)]
+        for s in samples
+    }
+    sem = asyncio.Semaphore(concurrency)
+    texts: dict[str, str] = {}
+
+    async def one(client: httpx.AsyncClient, sid: str) -> None:
+        payload = {
+            "model": server.alias,
+            "messages": prompts[sid],
+            "temperature": gen.temperature,
+            "max_tokens": gen.max_tokens,
+            "top_p": gen.top_p,
+            "seed": gen.seed,
+        }
+        async with sem:
+            r = await client.post(f"{server.base_url}/chat/completions", json=payload)
+        r.raise_for_status()
+        texts[sid] = r.json()["choices"][0]["message"]["content"] or ""
+
+    start = time.perf_counter()
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=120.0, limits=limits, trust_env=False) as client:
+        await asyncio.gather(*(one(client, s.id) for s in samples))
+    wall = time.perf_counter() - start
+    return Measurement("direct", rnd, len(samples), len(texts), wall, texts=texts)
+
+
+async def run_clinieval(
+    server: Server, task: Task, n: int, concurrency: int, rnd: int, workdir: Path
+) -> Measurement:
+    """clinieval end to end, as the CLI would run it (minus interpreter start-up and arg parsing)."""
+    spec = f"openai:{server.base_url}@{server.alias}"
+    out = workdir / f"clinieval-round{rnd}"
+    start = time.perf_counter()
+    model = parse_model_spec(spec, BackendOptions(concurrency=concurrency))
+    request = RunRequest(
+        task=task,
+        model=model,
+        model_spec=spec,
+        out=out,
+        default_out=lambda _fp: out,
+        limit=n,
+        concurrency=concurrency,
+        overwrite=True,
+        progress=False,
+    )
+    result = await run_evaluation(request)
+    wall = time.perf_counter() - start
+    stats = result.stats
+    if stats.cache_hits:
+        raise SystemExit(f"clinieval round {rnd}: {stats.cache_hits} cache hits; the run dir was not fresh")
+    texts: dict[str, str] = {}
+    with (out / "samples.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            output = rec.get("output") or {}
+            if output.get("error_kind") is None:
+                texts[str(rec["sample"]["id"])] = output.get("text", "")
+    return Measurement("clinieval", rnd, stats.finished, len(texts), wall, inner_s=stats.elapsed_s, texts=texts)
+
+
+def order(rounds: int) -> list[str]:
+    """ABBA blocks: direct, clinieval, clinieval, direct, ... so drift hits both sides equally."""
+    out: list[str] = []
+    for i in range(rounds):
+        out += ["direct", "clinieval"] if i % 2 == 0 else ["clinieval", "direct"]
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, object]:
+    task = make_task(args.max_tokens)
+    with smol_server(n_ctx=args.n_ctx) as server, tempfile.TemporaryDirectory(prefix="bench-ovh-") as tmp:
+        warm_up(server, n=args.warmup)
+        # One untimed pass over the real prompts primes the OS page cache, Python imports and the
+        # server's first-touch costs for both sides alike.
+        await run_direct(server, task, min(args.n, 4), args.concurrency, rnd=-1)
+        measurements: list[Measurement] = []
+        for i, side in enumerate(order(args.rounds)):
+            rnd = i // 2 + 1
+            if side == "direct":
+                m = await run_direct(server, task, args.n, args.concurrency, rnd)
+            else:
+                m = await run_clinieval(server, task, args.n, args.concurrency, rnd, Path(tmp))
+            if m.answered != args.n:
+                raise SystemExit(f"{side} round {rnd}: answered {m.answered} of {args.n} items")
+            measurements.append(m)
+            inner = f" (runner {m.inner_s:.2f}s)" if m.inner_s is not None else ""
+            print(f"  {side:9s} round {rnd}: {m.items} items in {m.wall_s:.2f}s{inner}", flush=True)
+    return report(args, measurements)
+
+
+def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]:
+    direct = [m for m in ms if m.side == "direct"]
+    clin = [m for m in ms if m.side == "clinieval"]
+    d_rate = statistics.mean(m.items_per_s for m in direct)
+    c_rate = statistics.mean(m.items_per_s for m in clin)
+    d_best = max(m.items_per_s for m in direct)
+    c_best = max(m.items_per_s for m in clin)
+    # Same prompts, temperature 0, seed 0: both sides should get the same answers.
+    ref = direct[0].texts or {}
+    same = sum(1 for m in clin for k, v in (m.texts or {}).items() if ref.get(k) == v)
+    compared = sum(len(m.texts or {}) for m in clin)
+
+    print()
+    print(f"N={args.n} items, concurrency {args.concurrency}, max_tokens {args.max_tokens}, ")
+    print(f"{args.rounds} rounds per side in ABBA order, server: llama_cpp.server SmolLM2-135M Q4_1")
+    print()
+    print(f"| {'side':9s} | round | wall s | items/s | runner-only s |")
+    print(f"|{'-' * 11}|-------|--------|---------|---------------|")
+    for m in sorted(ms, key=lambda m: (m.side != "direct", m.round)):
+        inner = f"{m.inner_s:13.2f}" if m.inner_s is not None else f"{'':13s}"
+        print(f"| {m.side:9s} | {m.round:5d} | {m.wall_s:6.2f} | {m.items_per_s:7.3f} | {inner} |")
+    print()
+    print(f"mean items/s: direct {d_rate:.3f}, clinieval {c_rate:.3f}")
+    print(f"ratio clinieval/direct (mean of rounds): {c_rate / d_rate:.3f}   (goal >= 0.95)")
+    print(f"ratio clinieval/direct (best round each): {c_best / d_best:.3f}")
+    print(f"answers identical to the direct client's: {same}/{compared}")
+
+    result: dict[str, object] = {
+        "benchmark": "harness_overhead",
+        "command": " ".join([".venv/bin/python", "bench/harness_overhead.py", *sys.argv[1:]]),
+        "n": args.n,
+        "concurrency": args.concurrency,
+        "max_tokens": args.max_tokens,
+        "rounds": args.rounds,
+        "machine": {"platform": platform.platform(), "python": platform.python_version()},
+        "measurements": [
+            {k: v for k, v in asdict(m).items() if k != "texts"} | {"items_per_s": m.items_per_s} for m in ms
+        ],
+        "mean_items_per_s": {"direct": d_rate, "clinieval": c_rate},
+        "ratio_mean": c_rate / d_rate,
+        "ratio_best": c_best / d_best,
+        "identical_answers": [same, compared],
+    }
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=40, help="PubMedQA test items (the first N)")
+    p.add_argument("--concurrency", type=int, default=4, help="requests in flight, both sides")
+    p.add_argument("--rounds", type=int, default=2, help="timed runs per side (ABBA order)")
+    p.add_argument("--max-tokens", type=int, default=8)
+    p.add_argument("--n-ctx", type=int, default=2048)
+    p.add_argument("--warmup", type=int, default=2, help="warm-up requests before timing")
+    p.add_argument("--json", type=Path, default=OUT_DIR / "harness_overhead.json", help="results file")
+    args = p.parse_args()
+    result = asyncio.run(main_async(args))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"results: {args.json}")
+
+
+if __name__ == "__main__":
+    main()

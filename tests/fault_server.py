@@ -1,0 +1,132 @@
+"""A small OpenAI-compatible HTTP server that misbehaves on request, for fault-injection tests.
+
+The last user message decides what happens. A marker ``FAULT:<kind>x<n>`` makes the first n
+requests carrying that prompt fail that way, then answers normally:
+  429, 500      HTTP status (429 sends Retry-After: 0)
+  HANG          sleeps longer than any client timeout in the tests
+  DROP          closes the connection without answering
+  FILTER        HTTP 400 with Azure's content-filter error body (every time)
+  FILTERFINISH  HTTP 200 whose finish_reason is content_filter (every time)
+With ``hold_after``, requests past that count wait unanswered (see release()).
+Every request is recorded (prompt, and whether it was answered) so tests can count repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_MARKER = re.compile(r"FAULT:([A-Z0-9]+)(?:x(\d+))?")
+
+
+@dataclass
+class Log:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    received: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    seen: Counter[str] = field(default_factory=Counter)
+
+
+class FaultServer:
+    def __init__(self, delay_s: float = 0.0, answer: str = "yes", hold_after: int | None = None) -> None:
+        self.log = Log()
+        # After `hold_after` admitted requests, further ones are held unanswered until release():
+        # a deterministic "requests in flight" moment for kill tests.
+        self.hold_after = hold_after
+        self.admitted = 0
+        self.released = threading.Event()
+        self.delay_s = delay_s
+        self.answer = answer
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fault"}]})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.handle(self, body)
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultServer:
+        self._thread.start()
+        return self
+
+    def release(self) -> None:
+        """Stop holding: held requests are dropped unanswered, new ones are served."""
+        self.hold_after = None
+        self.released.set()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def handle(self, h: Any, body: dict[str, Any]) -> None:
+        prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+        with self.log.lock:
+            self.log.received.append(prompt)
+            self.log.seen[prompt] += 1
+            attempt = self.log.seen[prompt]
+        with self.log.lock:
+            hold = self.hold_after is not None and self.admitted >= self.hold_after
+            self.admitted += not hold
+        if hold:
+            self.released.wait()
+            h.close_connection = True
+            return
+        m = _MARKER.search(prompt)
+        kind, times = (m.group(1), int(m.group(2) or 1)) if m else (None, 0)
+        if kind == "FILTER":
+            h._send(400, {"error": {"code": "content_filter", "message": "The response was filtered "
+                          "due to the prompt triggering Azure OpenAI's content management policy."}})
+            return
+        if kind is not None and kind != "FILTERFINISH" and attempt <= times:
+            if kind == "429":
+                h._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"})
+            elif kind == "500":
+                h._send(500, {"error": {"message": "boom"}})
+            elif kind == "HANG":
+                time.sleep(5)
+            elif kind == "DROP":
+                h.close_connection = True
+                h.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        finish = "content_filter" if kind == "FILTERFINISH" else "stop"
+        text = "" if kind == "FILTERFINISH" else self.answer
+        h._send(200, {
+            "id": "x", "object": "chat.completion", "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": finish}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        })
+        with self.log.lock:
+            self.log.answered.append(prompt)

@@ -1,0 +1,68 @@
+"""The HTTP backend against a misbehaving local server: retried, or recorded as the right kind."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clinieval.models.openai_http import OpenAIModel, RetryPolicy
+from clinieval.types import ErrorKind, GenerationConfig, Message
+from tests.fault_server import FaultServer
+
+
+def ask(server: FaultServer, prompts: list[str], retries: int = 3) -> list:  # type: ignore[type-arg]
+    async def go() -> list:  # type: ignore[type-arg]
+        model = OpenAIModel(
+            server.url, "fault", timeout_s=0.5, retry=RetryPolicy(max_retries=retries, base_delay_s=0.01)
+        )
+        try:
+            return await asyncio.gather(
+                *(model.generate([Message("user", p)], GenerationConfig(max_tokens=4)) for p in prompts)
+            )
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("fault", ["429x2", "500x3", "DROPx2", "HANGx1"])
+def test_transient_faults_are_retried_until_answered(fault: str) -> None:
+    with FaultServer() as server:
+        [out] = ask(server, [f"q FAULT:{fault}"])
+    assert out.ok, out.error_message
+    assert out.text == "yes"
+    times = int(fault.split("x")[1])
+    assert server.log.seen[f"q FAULT:{fault}"] == times + 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [("429x9", ErrorKind.RATE_LIMIT), ("500x9", ErrorKind.SERVER_ERROR),
+     ("DROPx9", ErrorKind.CONNECTION), ("HANGx9", ErrorKind.TIMEOUT)],
+)
+def test_exhausted_retries_record_the_kind(fault: str, kind: ErrorKind) -> None:
+    with FaultServer() as server:
+        [out] = ask(server, [f"q FAULT:{fault}"], retries=2)
+    assert out.error_kind is kind
+    assert out.text == ""
+    assert server.log.seen[f"q FAULT:{fault}"] == 3  # first try + 2 retries
+
+
+@pytest.mark.parametrize("fault", ["FILTER", "FILTERFINISH"])
+def test_content_filter_is_its_own_kind_and_not_retried(fault: str) -> None:
+    with FaultServer() as server:
+        [out] = ask(server, [f"q FAULT:{fault}"])
+    assert out.error_kind is ErrorKind.CONTENT_FILTER
+    assert server.log.seen[f"q FAULT:{fault}"] == 1
+
+
+def test_mixed_batch_loses_nothing() -> None:
+    prompts = [f"item {i} FAULT:{f}" for i, f in enumerate(["429x1", "500x1", "DROPx1", "FILTER"])]
+    prompts += [f"plain {i}" for i in range(12)]
+    with FaultServer() as server:
+        outs = ask(server, prompts)
+    assert len(outs) == len(prompts)
+    kinds = [o.error_kind for o in outs]
+    assert kinds[3] is ErrorKind.CONTENT_FILTER
+    assert all(k is None for i, k in enumerate(kinds) if i != 3)
