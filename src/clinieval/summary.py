@@ -78,16 +78,17 @@ def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
     """A rich Table (imported lazily: only the CLI renders)."""
     from rich.table import Table
 
-    table = Table(title=title)
-    for col in ("scorer", "n", "score", "95% CI", "failures as wrong", "unparsed", "errors"):
-        table.add_column(col, justify="left" if col in {"scorer", "errors"} else "right")
+    table = Table(title=title, caption="fail=wrong: failed model calls counted as wrong")
+    for col in ("scorer", "n", "score", "95% CI", "fail=wrong", "unparsed", "errors"):
+        left = col in {"scorer", "errors"}
+        table.add_column(col, justify="left" if left else "right", no_wrap=col != "errors")
     for s in summaries:
         errors = ", ".join(f"{k}={v}" for k, v in sorted(s.errors.items())) or "-"
         table.add_row(
             s.scorer,
             f"{s.scored}/{s.samples}",
             f"{s.mean:.3f}",
-            f"[{s.ci_low:.3f}, {s.ci_high:.3f}]",
+            f"{s.ci_low:.3f}-{s.ci_high:.3f}",
             f"{s.mean_failures_as_wrong:.3f}",
             str(s.unparsed),
             errors,

@@ -151,6 +151,9 @@ class LlamaCppModel:
     def _generate_sync(self, messages: Sequence[Message], config: GenerationConfig) -> ModelOutput:
         llm = self._load()
         tokens = self._prompt_tokens(self.render(messages))
+        if len(tokens) >= self.n_ctx:
+            # Checked here: llama-cpp-python 0.3.36 fails with a numpy broadcast error instead.
+            raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {self.n_ctx}")
         result = llm.create_completion(
             tokens,
             max_tokens=config.max_tokens,
