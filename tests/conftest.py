@@ -68,9 +68,19 @@ def llama_server(smollm2_path: Path, tmp_path_factory: pytest.TempPathFactory) -
     log = (tmp_path_factory.mktemp("server") / "server.log").open("wb")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(smollm2_path), "--model_alias", "smol",
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm2_path),
+            "--model_alias",
+            "smol",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

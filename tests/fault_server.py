@@ -104,8 +104,16 @@ class FaultServer:
         m = _MARKER.search(prompt)
         kind, times = (m.group(1), int(m.group(2) or 1)) if m else (None, 0)
         if kind == "FILTER":
-            h._send(400, {"error": {"code": "content_filter", "message": "The response was filtered "
-                          "due to the prompt triggering Azure OpenAI's content management policy."}})
+            h._send(
+                400,
+                {
+                    "error": {
+                        "code": "content_filter",
+                        "message": "The response was filtered "
+                        "due to the prompt triggering Azure OpenAI's content management policy.",
+                    }
+                },
+            )
             return
         if kind is not None and kind != "FILTERFINISH" and attempt <= times:
             if kind == "429":
@@ -122,11 +130,17 @@ class FaultServer:
             time.sleep(self.delay_s)
         finish = "content_filter" if kind == "FILTERFINISH" else "stop"
         text = "" if kind == "FILTERFINISH" else self.answer
-        h._send(200, {
-            "id": "x", "object": "chat.completion", "model": body.get("model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-        })
+        h._send(
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            },
+        )
         with self.log.lock:
             self.log.answered.append(prompt)

@@ -38,8 +38,12 @@ def test_transient_faults_are_retried_until_answered(fault: str) -> None:
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [("429x9", ErrorKind.RATE_LIMIT), ("500x9", ErrorKind.SERVER_ERROR),
-     ("DROPx9", ErrorKind.CONNECTION), ("HANGx9", ErrorKind.TIMEOUT)],
+    [
+        ("429x9", ErrorKind.RATE_LIMIT),
+        ("500x9", ErrorKind.SERVER_ERROR),
+        ("DROPx9", ErrorKind.CONNECTION),
+        ("HANGx9", ErrorKind.TIMEOUT),
+    ],
 )
 def test_exhausted_retries_record_the_kind(fault: str, kind: ErrorKind) -> None:
     with FaultServer() as server:

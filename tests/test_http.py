@@ -56,24 +56,48 @@ def test_pubmedqa_end_to_end_over_http_then_rescore_offline(
     llama_server: str, pubmedqa_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    cmd = [str(BIN / "clinieval"), "run", "pubmedqa", "-m", f"openai:{llama_server}@smol", "--limit", "4",
-           "--scorer", "choice_extract", "--out", str(out), "--no-progress", "--data", str(pubmedqa_dir)]
+    cmd = [
+        str(BIN / "clinieval"),
+        "run",
+        "pubmedqa",
+        "-m",
+        f"openai:{llama_server}@smol",
+        "--limit",
+        "4",
+        "--scorer",
+        "choice_extract",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--data",
+        str(pubmedqa_dir),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "choice_extract" in done.stdout and "4 new, 0 resumed of 4" in done.stdout
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["spec"]["model"]["identity"]["backend"] == "openai"
-    assert set(manifest["data"]) == {str(pubmedqa_dir / "ori_pqal.json"),
-                                     str(pubmedqa_dir / "test_ground_truth.json")}
+    assert set(manifest["data"]) == {
+        str(pubmedqa_dir / "ori_pqal.json"),
+        str(pubmedqa_dir / "test_ground_truth.json"),
+    }
     records = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     assert len(records) == 4 and all(r["output"]["text"] for r in records)
     # Re-scoring reads only the run directory: point it at nothing and it still works.
-    rescored = subprocess.run([str(BIN / "clinieval"), "score", str(out), "--scorer", "exact_match"],
-                              capture_output=True, text=True, timeout=120)
+    rescored = subprocess.run(
+        [str(BIN / "clinieval"), "score", str(out), "--scorer", "exact_match"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rescored.returncode == 0, rescored.stderr
     lines = (out / "scores" / "exact_match.jsonl").read_text().splitlines()
     assert len(lines) == 4
-    no_loglik = subprocess.run([str(BIN / "clinieval"), "score", str(out), "--scorer", "choice_loglik"],
-                               capture_output=True, text=True, timeout=120)
+    no_loglik = subprocess.run(
+        [str(BIN / "clinieval"), "score", str(out), "--scorer", "choice_loglik"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert no_loglik.returncode == 2 and "no log-likelihoods" in no_loglik.stderr

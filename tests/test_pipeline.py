@@ -13,8 +13,18 @@ from tests.conftest import BIN
 
 def test_pubmedqa_embedded_both_scorers_and_rescore(pubmedqa_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [str(BIN / "clinieval"), "run", "pubmedqa", "--limit", "3", "--out", str(out), "--no-progress",
-           "--data", str(pubmedqa_dir)]
+    cmd = [
+        str(BIN / "clinieval"),
+        "run",
+        "pubmedqa",
+        "--limit",
+        "3",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--data",
+        str(pubmedqa_dir),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "tiny embedded model" in done.stderr
@@ -34,8 +44,12 @@ def test_pubmedqa_embedded_both_scorers_and_rescore(pubmedqa_dir: Path, tmp_path
     mean = sum(r.scores["choice_loglik"].value or 0 for r in records) / 3
     assert next(s for s in summary if s["scorer"] == "choice_loglik")["mean"] == mean
 
-    rescored = subprocess.run([str(BIN / "clinieval"), "score", str(out), "--scorer", "choice_loglik_norm"],
-                              capture_output=True, text=True, timeout=120)
+    rescored = subprocess.run(
+        [str(BIN / "clinieval"), "score", str(out), "--scorer", "choice_loglik_norm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rescored.returncode == 0, rescored.stderr
     rows = [json.loads(x) for x in (out / "scores" / "choice_loglik_norm.jsonl").read_text().splitlines()]
     norm = ChoiceLoglik(name="n", normalize=True)
@@ -44,8 +58,20 @@ def test_pubmedqa_embedded_both_scorers_and_rescore(pubmedqa_dir: Path, tmp_path
 
 def test_changed_settings_refuse_to_mix_into_an_existing_run(pubmedqa_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    base = [str(BIN / "clinieval"), "run", "pubmedqa", "--limit", "1", "--out", str(out), "--no-progress",
-            "--data", str(pubmedqa_dir), "--scorer", "choice_loglik"]
+    base = [
+        str(BIN / "clinieval"),
+        "run",
+        "pubmedqa",
+        "--limit",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--data",
+        str(pubmedqa_dir),
+        "--scorer",
+        "choice_loglik",
+    ]
     assert subprocess.run(base, capture_output=True, timeout=300).returncode == 0
     before = (out / "samples.jsonl").read_text()
     other = subprocess.run([*base, "--temperature", "0.7"], capture_output=True, text=True, timeout=300)

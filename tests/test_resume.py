@@ -26,8 +26,18 @@ def write_items(path: Path) -> Path:
 
 
 def cli(data: Path, url: str, out: Path) -> list[str]:
-    return [str(BIN / "clinieval"), "run", str(data), "-m", f"openai:{url}@fault", "--out", str(out),
-            "--concurrency", "4", "--no-progress"]
+    return [
+        str(BIN / "clinieval"),
+        "run",
+        str(data),
+        "-m",
+        f"openai:{url}@fault",
+        "--out",
+        str(out),
+        "--concurrency",
+        "4",
+        "--no-progress",
+    ]
 
 
 def count_lines(path: Path) -> int:
@@ -38,8 +48,9 @@ def test_kill9_then_rerun_completes_without_repeating_answered_requests(tmp_path
     data = write_items(tmp_path / "items.jsonl")
     out = tmp_path / "run"
     with FaultServer(delay_s=0.05, hold_after=ANSWERED_BEFORE_KILL) as server:
-        proc = subprocess.Popen(cli(data, server.url, out), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cli(data, server.url, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 60
         while count_lines(out / "samples.jsonl") < ANSWERED_BEFORE_KILL:
             assert proc.poll() is None and time.monotonic() < deadline
