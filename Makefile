@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 # llama.cpp is built from source, CPU only: no BLAS/GPU toolchains exist on the target machines.
 LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF
-DEMO_LIMIT ?= 20
+DEMO_LIMIT ?= 40
 
 .PHONY: install demo test lint typecheck bench clean
 
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 demo: install
-	$(BIN)/clinieval run pubmedqa --model llamacpp:smollm2-135m-instruct --limit $(DEMO_LIMIT) --out runs/demo-pubmedqa
+	$(BIN)/clinieval run pubmedqa --model llamacpp:smollm2-135m-instruct --shuffle 0 --limit $(DEMO_LIMIT) --out runs/demo-pubmedqa
 
 test: install
 	$(BIN)/ruff check src tests bench

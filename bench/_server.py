@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -100,34 +101,46 @@ def smol_server(
     """Run ``python -m llama_cpp.server`` on a free loopback port for the duration of the block."""
     py = python or (MAIN_PYTHON if MAIN_PYTHON.exists() else Path(sys.executable))
     model = smollm2_path()
-    port = free_port()
-    log_file = tempfile.NamedTemporaryFile(prefix="clinieval-bench-server-", suffix=".log", delete=False)
-    log_path = Path(log_file.name)
-    cmd = [
-        str(py), "-m", "llama_cpp.server",
-        "--model", str(model),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--n_ctx", str(n_ctx),
-        "--model_alias", alias,
-    ]  # fmt: skip
-    # Own process group, so stopping it also stops anything it spawned.
-    proc = subprocess.Popen(
-        cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
-    log_file.close()
+    fd, name = tempfile.mkstemp(prefix="clinieval-bench-server-", suffix=".log")
+    os.close(fd)
+    log_path = Path(name)
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        server = Server(port=port, alias=alias, model_path=model, log_path=log_path)
-        _wait_ready(proc, f"{server.base_url}/models", log_path, ready_timeout_s)
+        for attempt in range(3):  # the free port may be taken between probing and binding
+            server = Server(port=free_port(), alias=alias, model_path=model, log_path=log_path)
+            cmd = [
+                str(py), "-m", "llama_cpp.server",
+                "--model", str(model),
+                "--host", "127.0.0.1",
+                "--port", str(server.port),
+                "--n_ctx", str(n_ctx),
+                "--model_alias", alias,
+            ]  # fmt: skip
+            with log_path.open("wb") as log:
+                # Own process group, so stopping it also stops anything it spawned.
+                proc = subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            try:
+                _wait_ready(proc, f"{server.base_url}/models", log_path, ready_timeout_s)
+                break
+            except RuntimeError:
+                _stop(proc)
+                if attempt == 2 or "address already in use" not in log_path.read_text(errors="replace"):
+                    raise
         yield server
     except BaseException:
         print(f"(server log kept at {log_path})", file=sys.stderr)
         raise
     else:
-        with contextlib.suppress(OSError):
-            log_path.unlink()
+        log_path.unlink(missing_ok=True)
     finally:
-        _stop(proc)
+        if proc is not None:
+            _stop(proc)
 
 
 def warm_up(server: Server, n: int = 2) -> None:
@@ -144,3 +157,32 @@ def warm_up(server: Server, n: int = 2) -> None:
                 },
             )
             r.raise_for_status()
+
+
+# llama.cpp's "total time" per generate call (prompt eval + sampling + generation). Its "prompt eval
+# time" line alone is unreliable (it sometimes reads 0.2 ms for hundreds of tokens).
+_TOTAL = re.compile(r"llama_perf_context_print:\s+total time =\s*([\d.]+) ms")
+_CHAT_OK = re.compile(r'"POST /v1/(?:chat/)?completions HTTP/1\.1" 200')
+
+
+@dataclass(frozen=True, slots=True)
+class ServerWork:
+    """What the server's own log says it did between two points in time."""
+
+    requests: int
+    compute_s: float  # llama.cpp's own time per request (prompt eval + generation), summed
+
+
+def log_offset(server: Server) -> int:
+    """Current end of the server log; pass it to :func:`server_work` later."""
+    time.sleep(0.2)  # let the last request's perf lines reach the file
+    return server.log_path.stat().st_size
+
+
+def server_work(server: Server, start: int, end: int) -> ServerWork:
+    """Sum llama.cpp's per-request perf lines (it logs them to stderr) in ``[start, end)``."""
+    with server.log_path.open("rb") as f:
+        f.seek(start)
+        text = f.read(end - start).decode("utf-8", errors="replace")
+    ms = sum(float(m.group(1)) for m in _TOTAL.finditer(text))
+    return ServerWork(requests=len(_CHAT_OK.findall(text)), compute_s=ms / 1000.0)

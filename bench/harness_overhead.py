@@ -30,14 +30,14 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import Server, smol_server, warm_up  # noqa: E402
+from _server import Server, log_offset, server_work, smol_server, warm_up
 
-from clinieval.models.spec import BackendOptions, parse_model_spec  # noqa: E402
-from clinieval.scoring.scorers import ChoiceExtraction  # noqa: E402
-from clinieval.session import RunRequest, run_evaluation  # noqa: E402
-from clinieval.task import Task  # noqa: E402
-from clinieval.tasks.pubmedqa import pubmedqa_task  # noqa: E402
-from clinieval.types import GenerationConfig  # noqa: E402
+from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.scoring.scorers import ChoiceExtraction
+from clinieval.session import RunRequest, run_evaluation
+from clinieval.task import Task
+from clinieval.tasks.pubmedqa import pubmedqa_task
+from clinieval.types import GenerationConfig
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 
@@ -49,8 +49,16 @@ class Measurement:
     items: int
     answered: int
     wall_s: float
+    client_cpu_s: float = 0.0  # CPU this process spent on the side (the client's own cost)
     inner_s: float | None = None  # clinieval only: the runner's own elapsed (no load/setup/summary)
+    server_requests: int = 0
+    server_compute_s: float = 0.0  # llama.cpp prompt eval + generation, from the server log
     texts: dict[str, str] | None = None
+
+    @property
+    def non_compute_s(self) -> float:
+        """Wall time not spent in llama.cpp compute: HTTP, server Python, and client overhead."""
+        return self.wall_s - self.server_compute_s
 
     @property
     def items_per_s(self) -> float:
@@ -88,12 +96,12 @@ async def run_direct(server: Server, task: Task, n: int, concurrency: int, rnd: 
         r.raise_for_status()
         texts[sid] = r.json()["choices"][0]["message"]["content"] or ""
 
-    start = time.perf_counter()
+    cpu0, start = time.process_time(), time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(timeout=120.0, limits=limits, trust_env=False) as client:
         await asyncio.gather(*(one(client, s.id) for s in samples))
-    wall = time.perf_counter() - start
-    return Measurement("direct", rnd, len(samples), len(texts), wall, texts=texts)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+    return Measurement("direct", rnd, len(samples), len(texts), wall, client_cpu_s=cpu, texts=texts)
 
 
 async def run_clinieval(
@@ -102,7 +110,7 @@ async def run_clinieval(
     """clinieval end to end, as the CLI would run it (minus interpreter start-up and arg parsing)."""
     spec = f"openai:{server.base_url}@{server.alias}"
     out = workdir / f"clinieval-round{rnd}"
-    start = time.perf_counter()
+    cpu0, start = time.process_time(), time.perf_counter()
     model = parse_model_spec(spec, BackendOptions(concurrency=concurrency))
     request = RunRequest(
         task=task,
@@ -116,7 +124,7 @@ async def run_clinieval(
         progress=False,
     )
     result = await run_evaluation(request)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
     stats = result.stats
     if stats.cache_hits:
         raise SystemExit(f"clinieval round {rnd}: {stats.cache_hits} cache hits; the run dir was not fresh")
@@ -127,7 +135,16 @@ async def run_clinieval(
             output = rec.get("output") or {}
             if output.get("error_kind") is None:
                 texts[str(rec["sample"]["id"])] = output.get("text", "")
-    return Measurement("clinieval", rnd, stats.finished, len(texts), wall, inner_s=stats.elapsed_s, texts=texts)
+    return Measurement(
+        "clinieval",
+        rnd,
+        stats.finished,
+        len(texts),
+        wall,
+        client_cpu_s=cpu,
+        inner_s=stats.elapsed_s,
+        texts=texts,
+    )
 
 
 def order(rounds: int) -> list[str]:
@@ -148,15 +165,24 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
         measurements: list[Measurement] = []
         for i, side in enumerate(order(args.rounds)):
             rnd = i // 2 + 1
+            before = log_offset(server)
             if side == "direct":
                 m = await run_direct(server, task, args.n, args.concurrency, rnd)
             else:
                 m = await run_clinieval(server, task, args.n, args.concurrency, rnd, Path(tmp))
-            if m.answered != args.n:
-                raise SystemExit(f"{side} round {rnd}: answered {m.answered} of {args.n} items")
+            work = server_work(server, before, log_offset(server))
+            m.server_requests, m.server_compute_s = work.requests, work.compute_s
+            if m.answered != args.n or work.requests != args.n:
+                raise SystemExit(
+                    f"{side} round {rnd}: answered {m.answered} of {args.n} items, "
+                    f"server saw {work.requests} requests"
+                )
             measurements.append(m)
-            inner = f" (runner {m.inner_s:.2f}s)" if m.inner_s is not None else ""
-            print(f"  {side:9s} round {rnd}: {m.items} items in {m.wall_s:.2f}s{inner}", flush=True)
+            print(
+                f"  {side:9s} round {rnd}: {m.items} items in {m.wall_s:.2f}s "
+                f"(server compute {m.server_compute_s:.2f}s, client CPU {m.client_cpu_s:.2f}s)",
+                flush=True,
+            )
     return report(args, measurements)
 
 
@@ -173,18 +199,32 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
     compared = sum(len(m.texts or {}) for m in clin)
 
     print()
-    print(f"N={args.n} items, concurrency {args.concurrency}, max_tokens {args.max_tokens}, ")
+    print(f"N={args.n} items, concurrency {args.concurrency}, max_tokens {args.max_tokens},")
     print(f"{args.rounds} rounds per side in ABBA order, server: llama_cpp.server SmolLM2-135M Q4_1")
     print()
-    print(f"| {'side':9s} | round | wall s | items/s | runner-only s |")
-    print(f"|{'-' * 11}|-------|--------|---------|---------------|")
+    print("| side      | round | wall s | items/s | server compute s | wall - compute s | client CPU s |")
+    print("|-----------|-------|--------|---------|------------------|------------------|--------------|")
     for m in sorted(ms, key=lambda m: (m.side != "direct", m.round)):
-        inner = f"{m.inner_s:13.2f}" if m.inner_s is not None else f"{'':13s}"
-        print(f"| {m.side:9s} | {m.round:5d} | {m.wall_s:6.2f} | {m.items_per_s:7.3f} | {inner} |")
+        print(
+            f"| {m.side:9s} | {m.round:5d} | {m.wall_s:6.2f} | {m.items_per_s:7.3f} "
+            f"| {m.server_compute_s:16.2f} | {m.non_compute_s:16.2f} | {m.client_cpu_s:12.2f} |"
+        )
+    d_gap = statistics.mean(m.non_compute_s for m in direct)
+    c_gap = statistics.mean(m.non_compute_s for m in clin)
+    d_cpu = statistics.mean(m.client_cpu_s for m in direct)
+    c_cpu = statistics.mean(m.client_cpu_s for m in clin)
     print()
     print(f"mean items/s: direct {d_rate:.3f}, clinieval {c_rate:.3f}")
     print(f"ratio clinieval/direct (mean of rounds): {c_rate / d_rate:.3f}   (goal >= 0.95)")
     print(f"ratio clinieval/direct (best round each): {c_best / d_best:.3f}")
+    print(
+        f"wall - server compute per item: direct {1000 * d_gap / args.n:.1f} ms, "
+        f"clinieval {1000 * c_gap / args.n:.1f} ms"
+    )
+    print(
+        f"client CPU per item: direct {1000 * d_cpu / args.n:.1f} ms, "
+        f"clinieval {1000 * c_cpu / args.n:.1f} ms"
+    )
     print(f"answers identical to the direct client's: {same}/{compared}")
 
     result: dict[str, object] = {
@@ -196,9 +236,13 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
         "rounds": args.rounds,
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
         "measurements": [
-            {k: v for k, v in asdict(m).items() if k != "texts"} | {"items_per_s": m.items_per_s} for m in ms
+            {k: v for k, v in asdict(m).items() if k != "texts"}
+            | {"items_per_s": m.items_per_s, "non_compute_s": m.non_compute_s}
+            for m in ms
         ],
         "mean_items_per_s": {"direct": d_rate, "clinieval": c_rate},
+        "mean_non_compute_s": {"direct": d_gap, "clinieval": c_gap},
+        "mean_client_cpu_s": {"direct": d_cpu, "clinieval": c_cpu},
         "ratio_mean": c_rate / d_rate,
         "ratio_best": c_best / d_best,
         "identical_answers": [same, compared],

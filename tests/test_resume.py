@@ -110,3 +110,19 @@ def test_torn_last_line_is_repaired_on_resume(tmp_path: Path) -> None:
     records = [json.loads(x) for x in samples.read_text().splitlines()]
     assert len(records) == N
     assert "1 model requests" not in done.stdout and "0 model requests, 1 cache hits" in done.stdout
+
+
+def test_shuffle_picks_a_seeded_slice(tmp_path: Path) -> None:
+    data = write_items(tmp_path / "items.jsonl")
+    picks = []
+    with FaultServer() as server:
+        for name in ("a", "b"):
+            out = tmp_path / name
+            cmd = [*cli(data, server.url, out), "--shuffle", "3", "--limit", "5"]
+            subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+            picks.append(
+                [json.loads(x)["sample_id"] for x in (out / "samples.jsonl").read_text().splitlines()]
+            )
+            assert json.loads((out / "manifest.json").read_text())["shuffle"] == 3
+    assert sorted(picks[0]) == sorted(picks[1])
+    assert len(picks[0]) == 5 and sorted(picks[0]) != [f"s{i}" for i in range(5)]

@@ -6,6 +6,7 @@ before the run directory is created, so a mistake leaves no partial run behind.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ class RunRequest:
     out: Path | None
     default_out: Callable[[str], Path]
     limit: int | None = None
+    shuffle: int | None = None
     repeats: int = 1
     concurrency: int | None = None
     overwrite: bool = False
@@ -60,6 +62,10 @@ def run_spec(req: RunRequest) -> JSON:
 async def run_evaluation(req: RunRequest) -> RunResult:
     try:
         samples = req.task.load()
+        if req.shuffle is not None:
+            # A seeded permutation before --limit: published orders can be sorted by label
+            # (PubMedQA's first 20 test items are all "yes"), so a head slice can mislead.
+            random.Random(req.shuffle).shuffle(samples)
         if req.limit is not None:
             samples = samples[: req.limit]
         await req.model.check()
@@ -68,6 +74,7 @@ async def run_evaluation(req: RunRequest) -> RunResult:
         manifest = build_manifest(spec, req.task.data_files)
         manifest["samples"] = len(samples)
         manifest["limit"] = req.limit
+        manifest["shuffle"] = req.shuffle
         run = RunDir.create_or_resume(path, manifest, overwrite=req.overwrite)
         stats = await execute(
             req.task,
