@@ -42,6 +42,11 @@ def smollm2_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The installed `clinieval` command, as a user runs it."""
+    return subprocess.run([str(BIN / "clinieval"), *args], capture_output=True, text=True, timeout=timeout)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -11,11 +11,7 @@ import pytest
 
 from clinieval.errors import UserError
 from clinieval.privacy import check_endpoint
-from tests.conftest import BIN, free_port
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "clinieval"), *args], capture_output=True, text=True, timeout=120)
+from tests.conftest import free_port, run_cli
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:

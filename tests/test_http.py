@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from pathlib import Path
 
 from clinieval.models.llamacpp import LlamaCppModel
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.types import GenerationConfig, Message
-from tests.conftest import BIN
+from tests.conftest import run_cli
 
 QUESTION = [Message("user", "What is the capital of France? Answer in one sentence.")]
 
@@ -56,23 +55,10 @@ def test_pubmedqa_end_to_end_over_http_then_rescore_offline(
     llama_server: str, pubmedqa_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    cmd = [
-        str(BIN / "clinieval"),
-        "run",
-        "pubmedqa",
-        "-m",
-        f"openai:{llama_server}@smol",
-        "--limit",
-        "4",
-        "--scorer",
-        "choice_extract",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--data",
-        str(pubmedqa_dir),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    done = run_cli(
+        *("run", "pubmedqa", "-m", f"openai:{llama_server}@smol", "--limit", "4"),
+        *("--scorer", "choice_extract", "--out", str(out), "--no-progress", "--data", str(pubmedqa_dir)),
+    )
     assert done.returncode == 0, done.stderr
     assert "choice_extract" in done.stdout and "4 new, 0 resumed of 4" in done.stdout
     manifest = json.loads((out / "manifest.json").read_text())
@@ -85,19 +71,9 @@ def test_pubmedqa_end_to_end_over_http_then_rescore_offline(
     records = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     assert len(records) == 4 and all(r["output"]["text"] for r in records)
     # Re-scoring reads only the run directory: point it at nothing and it still works.
-    rescored = subprocess.run(
-        [str(BIN / "clinieval"), "score", str(out), "--scorer", "exact_match"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    rescored = run_cli("score", str(out), "--scorer", "exact_match")
     assert rescored.returncode == 0, rescored.stderr
     lines = (out / "scores" / "exact_match.jsonl").read_text().splitlines()
     assert len(lines) == 4
-    no_loglik = subprocess.run(
-        [str(BIN / "clinieval"), "score", str(out), "--scorer", "choice_loglik"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    no_loglik = run_cli("score", str(out), "--scorer", "choice_loglik")
     assert no_loglik.returncode == 2 and "no log-likelihoods" in no_loglik.stderr

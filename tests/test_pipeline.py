@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from clinieval.runs import RunDir
 from clinieval.scoring.scorers import ChoiceLoglik
-from tests.conftest import BIN
+from tests.conftest import run_cli
 
 
 def test_pubmedqa_embedded_both_scorers_and_rescore(pubmedqa_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [
-        str(BIN / "clinieval"),
-        "run",
-        "pubmedqa",
-        "--limit",
-        "3",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--data",
-        str(pubmedqa_dir),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    done = run_cli(
+        *("run", "pubmedqa", "--limit", "3", "--out", str(out), "--no-progress"),
+        *("--data", str(pubmedqa_dir)),
+    )
     assert done.returncode == 0, done.stderr
     assert "tiny embedded model" in done.stderr
     truth = json.loads((pubmedqa_dir / "test_ground_truth.json").read_text())
@@ -44,12 +34,7 @@ def test_pubmedqa_embedded_both_scorers_and_rescore(pubmedqa_dir: Path, tmp_path
     mean = sum(r.scores["choice_loglik"].value or 0 for r in records) / 3
     assert next(s for s in summary if s["scorer"] == "choice_loglik")["mean"] == mean
 
-    rescored = subprocess.run(
-        [str(BIN / "clinieval"), "score", str(out), "--scorer", "choice_loglik_norm"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    rescored = run_cli("score", str(out), "--scorer", "choice_loglik_norm")
     assert rescored.returncode == 0, rescored.stderr
     rows = [json.loads(x) for x in (out / "scores" / "choice_loglik_norm.jsonl").read_text().splitlines()]
     norm = ChoiceLoglik(name="n", normalize=True)
@@ -58,23 +43,11 @@ def test_pubmedqa_embedded_both_scorers_and_rescore(pubmedqa_dir: Path, tmp_path
 
 def test_changed_settings_refuse_to_mix_into_an_existing_run(pubmedqa_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    base = [
-        str(BIN / "clinieval"),
-        "run",
-        "pubmedqa",
-        "--limit",
-        "1",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--data",
-        str(pubmedqa_dir),
-        "--scorer",
-        "choice_loglik",
-    ]
-    assert subprocess.run(base, capture_output=True, timeout=300).returncode == 0
+    base = ["run", "pubmedqa", "--limit", "1", "--out", str(out), "--no-progress"]
+    base += ["--data", str(pubmedqa_dir), "--scorer", "choice_loglik"]
+    assert run_cli(*base).returncode == 0
     before = (out / "samples.jsonl").read_text()
-    other = subprocess.run([*base, "--temperature", "0.7"], capture_output=True, text=True, timeout=300)
+    other = run_cli(*base, "--temperature", "0.7")
     assert other.returncode == 2 and "holds a different run" in other.stderr
     assert "generation.temperature" in other.stderr
     assert (out / "samples.jsonl").read_text() == before

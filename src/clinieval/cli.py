@@ -66,9 +66,7 @@ def run(
     task: Annotated[str, typer.Argument(help="pubmedqa, or a .jsonl file of your own samples")],
     model: Annotated[str, typer.Option("--model", "-m", help="model spec")] = DEFAULT_MODEL,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N samples")] = None,
-    shuffle: Annotated[
-        int | None, typer.Option(help="shuffle samples with this seed before --limit")
-    ] = None,
+    shuffle: Annotated[int | None, typer.Option(help="shuffle samples with this seed before --limit")] = None,
     out: Annotated[Path | None, typer.Option(help="run directory (default: runs/TASK-MODEL-HASH)")] = None,
     data: Annotated[Path | None, typer.Option(help="dataset folder (default: shared/data/TASK)")] = None,
     split: Annotated[str, typer.Option(help="dataset split")] = "test",

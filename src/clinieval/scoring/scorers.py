@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
-from clinieval.types import Score
+from clinieval.types import ModelOutput, Score
 
 Needs = Literal["generate", "loglikelihood"]
 
@@ -37,6 +37,13 @@ class Scorer(Protocol):
 
 def _failed(kind: str | None, message: str | None) -> Score:
     return Score(value=None, explanation=message, metadata={"error_kind": kind})
+
+
+def _generated(record: SampleRecord, scorer: str) -> ModelOutput:
+    """The record's generated output, or a UserError for runs made without generation."""
+    if record.output is None:
+        raise UserError(f"scorer {scorer}: the run holds no generated text; run it with generation")
+    return record.output
 
 
 _ANSWER_CUE = re.compile(r"answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
@@ -69,9 +76,7 @@ class ChoiceExtraction:
     needs: Needs = "generate"
 
     def score(self, record: SampleRecord) -> Score:
-        out = record.output
-        if out is None:
-            raise UserError(f"scorer {self.name}: the run holds no generated text; run it with generation")
+        out = _generated(record, self.name)
         if not out.ok:
             return _failed(out.error_kind, out.error_message)
         sample = record.sample
@@ -134,11 +139,9 @@ class ExactMatch:
     needs: Needs = "generate"
 
     def score(self, record: SampleRecord) -> Score:
-        out = record.output
-        if out is None or not out.ok:
-            return _failed(
-                None if out is None else out.error_kind, None if out is None else out.error_message
-            )
+        out = _generated(record, self.name)
+        if not out.ok:
+            return _failed(out.error_kind, out.error_message)
         got = _normalize_text(out.text)
         hit = any(got == _normalize_text(t) for t in record.sample.all_targets)
         return Score(value=1.0 if hit else 0.0, answer=out.text.strip())
