@@ -12,6 +12,7 @@ import pytest
 from clinieval.errors import UserError
 from clinieval.privacy import check_endpoint
 from tests.conftest import free_port, run_cli
+from tests.fault_server import FaultServer
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -108,3 +109,18 @@ def test_unknown_task_and_scorer(tmp_path: Path) -> None:
 
 def test_score_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("score", str(tmp_path), "--scorer", "exact_match"), "not a run directory")
+
+
+def test_choice_scorer_on_samples_without_choices(tmp_path: Path, items: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_cli("run", str(items), "--scorer", "choice_loglik", "--out", str(out))
+    assert_one_line_error(proc, "choice_loglik needs choices", "sample 'a'")
+    assert not out.exists()
+
+
+def test_server_that_does_not_serve_the_model(tmp_path: Path, items: Path) -> None:
+    out = tmp_path / "run"
+    with FaultServer() as server:
+        proc = run_cli("run", str(items), "-m", f"openai:{server.url}@gpt-99", "--out", str(out))
+    assert_one_line_error(proc, "serves fault, not 'gpt-99'")
+    assert not out.exists()

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from clinieval.models.openai_http import OpenAIModel, RetryPolicy
-from clinieval.types import ErrorKind, GenerationConfig, Message
+from clinieval.types import ErrorKind, GenerationConfig, Message, ModelOutput
 from tests.fault_server import FaultServer
 
 
@@ -70,3 +70,18 @@ def test_mixed_batch_loses_nothing() -> None:
     kinds = [o.error_kind for o in outs]
     assert kinds[3] is ErrorKind.CONTENT_FILTER
     assert all(k is None for i, k in enumerate(kinds) if i != 3)
+
+
+def test_query_string_of_azure_style_urls_is_kept_last() -> None:
+    with FaultServer() as server:
+        model = OpenAIModel(server.url + "?api-version=2024-02-01", "fault")
+        assert model._url("/chat/completions") == server.url + "/chat/completions?api-version=2024-02-01"
+
+        async def go() -> ModelOutput:
+            try:
+                return await model.generate([Message("user", "hi")], GenerationConfig(max_tokens=2))
+            finally:
+                await model.aclose()
+
+        out = asyncio.run(go())
+    assert out.ok and out.text == "yes"

@@ -68,6 +68,7 @@ async def run_evaluation(req: RunRequest) -> RunResult:
             random.Random(req.shuffle).shuffle(samples)
         if req.limit is not None:
             samples = samples[: req.limit]
+        req.task.check_samples(samples)
         await req.model.check()
         spec = run_spec(req)
         path = req.out or req.default_out(fingerprint(spec))

@@ -89,6 +89,19 @@ class Task:
     def needs_loglikelihood(self) -> bool:
         return any(s.needs == "loglikelihood" for s in self.scorers)
 
+    def check_samples(self, samples: Sequence[Sample]) -> None:
+        """Refuse, before any model call, samples the scorers cannot score."""
+        if not samples:
+            raise UserError(f"task {self.name}: no samples to evaluate")
+        for scorer in self.scorers:
+            if scorer.needs_choices:
+                bad = next((s for s in samples if not s.choices), None)
+                if bad is not None:
+                    raise UserError(
+                        f"scorer {scorer.name} needs choices, but sample {bad.id!r} has none; "
+                        "add a 'choices' list or use another scorer"
+                    )
+
     def spec(self) -> JSON:
         """The parts of the task that decide its results (for the run fingerprint)."""
         return {

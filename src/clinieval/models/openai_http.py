@@ -107,7 +107,8 @@ class OpenAIModel:
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self._sem = asyncio.Semaphore(self._max_concurrency)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Bearer for OpenAI-style servers, api-key for Azure-style gateways.
+        headers = {"Authorization": f"Bearer {api_key}", "api-key": api_key} if api_key else {}
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
             limits=httpx.Limits(
@@ -133,18 +134,38 @@ class OpenAIModel:
     def render(self, messages: Sequence[Message]) -> str:
         return render_plain(messages)
 
+    def _url(self, path: str) -> str:
+        """``base_url`` + ``path``, keeping a query string (Azure-style ``?api-version=``) last."""
+        base, sep, query = self.base_url.partition("?")
+        return f"{base.rstrip('/')}{path}{sep}{query}"
+
     async def check(self) -> None:
+        """Fail before a run starts if the server is unreachable, refuses us, or lacks the model.
+
+        Otherwise every sample would be recorded as the same failure.
+        """
         try:
-            await self._client.get(f"{self.base_url}/models", timeout=10.0)
+            resp = await self._client.get(self._url("/models"), timeout=10.0)
         except httpx.HTTPError as e:
             raise UserError(
                 f"cannot reach {self.base_url}: {type(e).__name__} ({e or 'no answer'}); "
                 "is the server running and is the URL right?"
             ) from None
+        if resp.status_code in {401, 403}:
+            raise UserError(
+                f"{self.base_url}: the server refused the credentials (HTTP {resp.status_code}); "
+                "set CLINIEVAL_API_KEY"
+            )
+        served = _served_models(resp)
+        if served and self.model not in served:
+            raise UserError(
+                f"{self.base_url}: serves {', '.join(sorted(served))}, not {self.model!r}; "
+                "use one of those after '@' in the model spec"
+            )
 
     async def _post(self, path: str, payload: JSON) -> JSON:
         """POST with retries; returns the JSON body or raises a classified _Failure."""
-        url = f"{self.base_url}{path}"
+        url = self._url(path)
         attempt = 0
         while True:
             try:
@@ -257,6 +278,19 @@ class OpenAIModel:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _served_models(resp: httpx.Response) -> set[str]:
+    """Model ids a ``/models`` answer lists; empty when it lists none or is not that shape."""
+    if resp.status_code != 200:
+        return set()
+    try:
+        data = resp.json().get("data")
+    except (ValueError, AttributeError):
+        return set()
+    if not isinstance(data, list):
+        return set()
+    return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
 
 
 def _parse_generation(body: JSON, api: Api, latency: float) -> ModelOutput:

@@ -32,6 +32,11 @@ class Scorer(Protocol):
         """Which model request the scorer reads: generated text or choice log-likelihoods."""
         ...
 
+    @property
+    def needs_choices(self) -> bool:
+        """Whether every sample must carry ``choices`` (checked before a run starts)."""
+        ...
+
     def score(self, record: SampleRecord) -> Score: ...
 
 
@@ -74,6 +79,7 @@ class ChoiceExtraction:
 
     name: str = "choice_extract"
     needs: Needs = "generate"
+    needs_choices: bool = True
 
     def score(self, record: SampleRecord) -> Score:
         out = _generated(record, self.name)
@@ -95,6 +101,7 @@ class ChoiceLoglik:
 
     name: str = "choice_loglik"
     needs: Needs = "loglikelihood"
+    needs_choices: bool = True
     normalize: bool = False
 
     def score(self, record: SampleRecord) -> Score:
@@ -137,6 +144,7 @@ class ExactMatch:
 
     name: str = "exact_match"
     needs: Needs = "generate"
+    needs_choices: bool = False
 
     def score(self, record: SampleRecord) -> Score:
         out = _generated(record, self.name)
