@@ -126,3 +126,19 @@ def test_shuffle_picks_a_seeded_slice(tmp_path: Path) -> None:
             assert json.loads((out / "manifest.json").read_text())["shuffle"] == 3
     assert sorted(picks[0]) == sorted(picks[1])
     assert len(picks[0]) == 5 and sorted(picks[0]) != [f"s{i}" for i in range(5)]
+
+
+def test_patient_text_stays_out_of_info_logs(tmp_path: Path) -> None:
+    secret = "Jane Roe MRN 0048213 metastatic"
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps({"id": "p1", "input": f"{secret} FAULT:500x2", "context": secret}) + "\n")
+    with FaultServer() as server:
+        done = subprocess.run(
+            [*cli(data, server.url, tmp_path / "run"), "--verbose"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "retrying" in done.stderr  # INFO logging was on and said something
+    assert "Jane Roe" not in done.stderr and "0048213" not in done.stderr
