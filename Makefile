@@ -30,10 +30,17 @@ test: install
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
+# Both benchmarks against a local llama.cpp server (see docs/benchmarks.md); `make bench BENCH_N=10`
+# for a quick run. lm-eval gets its own virtualenv so it can never disturb clinieval's.
 bench: install
-	$(BIN)/pip install --quiet "lm-eval==0.4.13"
-	$(BIN)/python bench/harness_overhead.py
-	$(BIN)/python bench/vs_lm_eval.py
+	test -f bench/.venv-lmeval/.installed || { \
+	  $(PYTHON) -m venv bench/.venv-lmeval && \
+	  bench/.venv-lmeval/bin/pip install --quiet --upgrade pip wheel setuptools && \
+	  bench/.venv-lmeval/bin/pip install --quiet torch==2.13.0 && \
+	  bench/.venv-lmeval/bin/pip install --quiet "lm-eval[api]==0.4.13" && \
+	  touch bench/.venv-lmeval/.installed; }
+	$(BIN)/python bench/harness_overhead.py --n $(or $(BENCH_N),40) --concurrency $(or $(BENCH_CONCURRENCY),4)
+	$(BIN)/python bench/vs_lm_eval.py --n $(or $(BENCH_N),40) --concurrency $(or $(BENCH_CONCURRENCY),4)
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) bench/.venv-lmeval bench/out runs .pytest_cache .mypy_cache .ruff_cache

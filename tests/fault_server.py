@@ -8,6 +8,7 @@ requests carrying that prompt fail that way, then answers normally:
   FILTER        HTTP 400 with Azure's content-filter error body (every time)
   FILTERFINISH  HTTP 200 whose finish_reason is content_filter (every time)
 With ``hold_after``, requests past that count wait unanswered (see release()).
+Paths outside /v1/ answer 404.
 Every request is recorded (prompt, and whether it was answered) so tests can count repeats.
 """
 
@@ -53,10 +54,16 @@ class FaultServer:
                 pass
 
             def do_GET(self) -> None:
+                if not self.path.startswith("/v1/"):
+                    self._send(404, {"detail": "Not Found"})
+                    return
                 self._send(200, {"object": "list", "data": [{"id": "fault"}]})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not self.path.startswith("/v1/"):
+                    self._send(404, {"detail": "Not Found"})
+                    return
                 server.handle(self, body)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:

@@ -124,3 +124,28 @@ def test_server_that_does_not_serve_the_model(tmp_path: Path, items: Path) -> No
         proc = run_cli("run", str(items), "-m", f"openai:{server.url}@gpt-99", "--out", str(out))
     assert_one_line_error(proc, "serves fault, not 'gpt-99'")
     assert not out.exists()
+
+
+def test_url_without_v1_is_caught_before_the_run(tmp_path: Path, items: Path) -> None:
+    out = tmp_path / "run"
+    with FaultServer() as server:
+        root = server.url.removesuffix("/v1")
+        proc = run_cli("run", str(items), "-m", f"openai:{root}/wrong@fault", "--out", str(out))
+    assert_one_line_error(proc, "no OpenAI-compatible API there", "/v1")
+    assert not out.exists()
+
+
+def test_a_run_where_every_call_failed_exits_non_zero(tmp_path: Path) -> None:
+    data = tmp_path / "filtered.jsonl"
+    data.write_text(
+        "".join(json.dumps({"id": f"x{i}", "input": f"q{i} FAULT:FILTER"}) + "\n" for i in range(3))
+    )
+    out = tmp_path / "run"
+    with FaultServer() as server:
+        proc = run_cli(
+            "run", str(data), "-m", f"openai:{server.url}@fault", "--out", str(out), "--no-progress"
+        )
+    assert proc.returncode == 1
+    assert "every model call failed (content_filter=3)" in proc.stderr
+    assert "nan" not in proc.stdout
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"

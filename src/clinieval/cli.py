@@ -125,6 +125,13 @@ def run(
     _print_result(result.run_path, result.summaries, result.stats_line)
     if model.startswith("llamacpp:") and "/" not in model:
         typer.echo(TINY_MODEL_NOTE.format(name=the_model.name), err=True)
+    if result.summaries and all(s.samples and not s.scored for s in result.summaries):
+        errors = ", ".join(f"{k}={v}" for k, v in sorted(result.summaries[0].errors.items()))
+        typer.echo(
+            f"error: every model call failed ({errors}); the messages are in {result.run_path}/samples.jsonl",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 def _print_result(path: Path, summaries: list[ScorerSummary], stats_line: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
-from clinieval.runs import RunDir, atomic_write_text
+from clinieval.runs import SCORES, RunDir, atomic_write_text
 from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary, summarize
 
@@ -29,5 +29,5 @@ def rescore(run: RunDir, scorers: Sequence[Scorer]) -> list[ScorerSummary]:
             )
             for r in rescored
         ]
-        atomic_write_text(run.path / "scores" / f"{scorer.name}.jsonl", "\n".join(lines) + "\n")
+        atomic_write_text(run.path / SCORES / f"{scorer.name}.jsonl", "\n".join(lines) + "\n")
     return summarize(rescored, [s.name for s in scorers])

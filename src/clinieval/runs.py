@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,6 +34,8 @@ from clinieval.types import JSON
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 CACHE = "cache.sqlite"
+SUMMARY = "summary.json"
+SCORES = "scores"
 
 _TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "httpx", "numpy", "typer", "rich")
 
@@ -141,8 +144,9 @@ class RunDir:
         if path.exists() and any(path.iterdir()) and not overwrite:
             raise UserError(f"{path}: exists and is not a clinieval run; choose another --out")
         if overwrite and path.exists():
-            for name in (MANIFEST, SAMPLES, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
+            for name in (MANIFEST, SAMPLES, SUMMARY, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
                 (path / name).unlink(missing_ok=True)
+            shutil.rmtree(path / SCORES, ignore_errors=True)
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(run.manifest_path, manifest)
         return run

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from clinieval.models.base import Model
 from clinieval.runner import RunStats, execute
-from clinieval.runs import RunDir, atomic_write_json, build_manifest, fingerprint
+from clinieval.runs import SUMMARY, RunDir, atomic_write_json, build_manifest, fingerprint
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.task import Task
 from clinieval.types import JSON
@@ -91,7 +91,7 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     wanted = {s.id for s in samples}
     records = [r for r in run.records() if r.sample.id in wanted and r.repeat < req.repeats]
     summaries = summarize(records, [s.name for s in req.task.scorers])
-    atomic_write_json(path / "summary.json", {"summaries": [s.to_dict() for s in summaries]})
+    atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries]})
     complete = len(records) == len(samples) * req.repeats
     run.set_status("complete" if complete else "incomplete")
     return RunResult(run_path=path, stats=stats, summaries=summaries)

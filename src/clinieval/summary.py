@@ -84,11 +84,12 @@ def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
         table.add_column(col, justify="left" if left else "right", no_wrap=col != "errors")
     for s in summaries:
         errors = ", ".join(f"{k}={v}" for k, v in sorted(s.errors.items())) or "-"
+        none = s.scored == 0  # nothing answered: no score, rather than "nan"
         table.add_row(
             s.scorer,
             f"{s.scored}/{s.samples}",
-            f"{s.mean:.3f}",
-            f"{s.ci_low:.3f}-{s.ci_high:.3f}",
+            "-" if none else f"{s.mean:.3f}",
+            "-" if none else f"{s.ci_low:.3f}-{s.ci_high:.3f}",
             f"{s.mean_failures_as_wrong:.3f}",
             str(s.unparsed),
             errors,

@@ -156,11 +156,31 @@ class OpenAIModel:
                 f"{self.base_url}: the server refused the credentials (HTTP {resp.status_code}); "
                 "set CLINIEVAL_API_KEY"
             )
+        if resp.status_code == 404:
+            await self._probe()
         served = _served_models(resp)
         if served and self.model not in served:
             raise UserError(
                 f"{self.base_url}: serves {', '.join(sorted(served))}, not {self.model!r}; "
                 "use one of those after '@' in the model spec"
+            )
+
+    async def _probe(self) -> None:
+        """No ``/models`` route: one tiny request tells a gateway without it from a wrong URL."""
+        path = "/chat/completions" if self.api == "chat" else "/completions"
+        payload: JSON = {"model": self.model, "max_tokens": 1}
+        if self.api == "chat":
+            payload["messages"] = [{"role": "user", "content": "ping"}]
+        else:
+            payload["prompt"] = "ping"
+        try:
+            resp = await self._client.post(self._url(path), json=payload, timeout=60.0)
+        except httpx.HTTPError:
+            return  # reachable a moment ago; let the run's retries deal with it
+        if resp.status_code in {404, 405}:
+            raise UserError(
+                f"{self.base_url}: no OpenAI-compatible API there (HTTP {resp.status_code} on {path}); "
+                "the URL usually ends in /v1"
             )
 
     async def _post(self, path: str, payload: JSON) -> JSON:
