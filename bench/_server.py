@@ -14,6 +14,7 @@ those between two points, so a benchmark can separate server compute from client
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import os
@@ -199,3 +200,16 @@ def server_work(server: Server, start: int, end: int) -> ServerWork:
     return ServerWork(
         requests=len(_CHAT_OK.findall(text)), compute_s=ms / 1000.0, prompt_tokens=tuple(prompts)
     )
+
+
+def common_args(description: str | None, out_json: Path, unit: str) -> argparse.ArgumentParser:
+    """The options both benchmarks share, so their runs stay comparable."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=40, help="PubMedQA test items (the first N)")
+    p.add_argument("--concurrency", type=int, default=4, help=f"requests in flight, both {unit}")
+    p.add_argument("--rounds", type=int, default=2, help=f"timed runs per {unit[:-1]} (ABBA order)")
+    p.add_argument("--max-tokens", type=int, default=8)
+    p.add_argument("--n-ctx", type=int, default=2048)
+    p.add_argument("--warmup", type=int, default=2, help="warm-up requests before timing")
+    p.add_argument("--json", type=Path, default=out_json, help="results file")
+    return p

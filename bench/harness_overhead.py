@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import Server, log_offset, server_work, smol_server, warm_up
+from _server import Server, common_args, log_offset, server_work, smol_server, warm_up
 
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import ChoiceExtraction
@@ -273,14 +273,7 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=40, help="PubMedQA test items (the first N)")
-    p.add_argument("--concurrency", type=int, default=4, help="requests in flight, both sides")
-    p.add_argument("--rounds", type=int, default=2, help="timed runs per side (ABBA order)")
-    p.add_argument("--max-tokens", type=int, default=8)
-    p.add_argument("--n-ctx", type=int, default=2048)
-    p.add_argument("--warmup", type=int, default=2, help="warm-up requests before timing")
-    p.add_argument("--json", type=Path, default=OUT_DIR / "harness_overhead.json", help="results file")
+    p = common_args(__doc__, OUT_DIR / "harness_overhead.json", "sides")
     args = p.parse_args()
     result = asyncio.run(main_async(args))
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import ROOT, Server, log_offset, server_work, smol_server, warm_up
+from _server import ROOT, Server, common_args, log_offset, server_work, smol_server, warm_up
 
 from clinieval.scoring.scorers import ChoiceExtraction
 from clinieval.tasks.pubmedqa import pubmedqa_task
@@ -339,15 +339,8 @@ def report(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=40, help="PubMedQA test items (the first N)")
-    p.add_argument("--concurrency", type=int, default=4, help="requests in flight, both tools")
-    p.add_argument("--rounds", type=int, default=2, help="timed runs per tool (ABBA order)")
-    p.add_argument("--max-tokens", type=int, default=8)
-    p.add_argument("--n-ctx", type=int, default=2048)
-    p.add_argument("--warmup", type=int, default=2, help="warm-up requests before timing")
+    p = common_args(__doc__, OUT_DIR / "vs_lm_eval.json", "tools")
     p.add_argument("--keep-logs", action="store_true", help="copy each tool's output under bench/out/")
-    p.add_argument("--json", type=Path, default=OUT_DIR / "vs_lm_eval.json", help="results file")
     args = p.parse_args()
     result = run(args)
     args.json.parent.mkdir(parents=True, exist_ok=True)
