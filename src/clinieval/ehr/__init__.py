@@ -1,0 +1,1 @@
+"""EHR data layer: patient timelines and the formats they come in and go out as."""
