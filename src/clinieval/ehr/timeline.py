@@ -84,7 +84,12 @@ class Visit:
     end: datetime | None = None
 
     def to_dict(self) -> JSON:
-        return {"visit_id": self.visit_id, "type": self.type, "start": _iso(self.start), "end": _iso(self.end)}
+        return {
+            "visit_id": self.visit_id,
+            "type": self.type,
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+        }
 
     @classmethod
     def from_dict(cls, d: JSON) -> Visit:
