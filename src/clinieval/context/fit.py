@@ -1,0 +1,469 @@
+"""Fitting a record into a token budget, token-exact, and the context policies built on it.
+
+Every cut is made at a token boundary of one tokenisation of the whole record, then mapped back
+to a character offset of the ORIGINAL text (the kept text is always an exact substring, never a
+decoded approximation) and verified by re-encoding the kept text alone. Tokenizers are not always
+stable under decode→encode, so when the kept text re-encodes over budget the cut moves by the
+excess and is verified again; when decoding does not reproduce the text at all (normalising
+tokenizers), a galloping search over character offsets that only ever encodes about a budget's
+worth of text takes over.
+
+Policies (MedAlign keeps the most recent tokens):
+
+- :func:`keep_recent` drops the oldest tokens and keeps the end;
+- :func:`keep_oldest` keeps the beginning;
+- :func:`drop_if_over` keeps the record whole or drops the sample (``info["dropped"]``);
+- :func:`chunk_text` splits the record into in-order pieces of at most N tokens for multi-step
+  refinement, cutting at visit boundaries, else event boundaries, else mid-text.
+
+The ``*Policy`` classes adapt these to :class:`clinieval.task.ContextPolicy`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from clinieval.context.budget import DEFAULT_RESERVE, Budget, compute_budget, prompt_counter
+from clinieval.context.tokenizers import Tokenizer, tokenizer_for_gguf, tokenizer_from_spec
+from clinieval.errors import UserError
+from clinieval.models.base import Model
+from clinieval.task import PromptTemplate
+from clinieval.types import JSON, Message, Sample
+
+_TRIES = 8  # decode/verify rounds before the search fallback (a split UTF-8 character costs one each)
+
+Fitter = Callable[[str, Tokenizer, int], tuple[str, JSON]]
+
+
+def _search_suffix(text: str, tok: Tokenizer, budget: int) -> int:
+    """Smallest-found start offset whose suffix encodes within ``budget`` (only ever encoding
+    suffixes about twice the kept size)."""
+    n = len(text)
+    fits, width = 0, max(64, budget * 4)
+    while True:
+        width = min(width, n)
+        if tok.count(text[n - width :]) <= budget:
+            if width == n:
+                return 0
+            fits, width = width, width * 2
+        else:
+            over = width
+            break
+    while over - fits > 1:
+        mid = (fits + over) // 2
+        if tok.count(text[n - mid :]) <= budget:
+            fits = mid
+        else:
+            over = mid
+    return n - fits
+
+
+def _search_prefix(text: str, tok: Tokenizer, budget: int) -> int:
+    """Largest-found end offset whose prefix encodes within ``budget``."""
+    n = len(text)
+    fits, width = 0, max(64, budget * 4)
+    while True:
+        width = min(width, n)
+        if tok.count(text[:width]) <= budget:
+            if width == n:
+                return n
+            fits, width = width, width * 2
+        else:
+            over = width
+            break
+    while over - fits > 1:
+        mid = (fits + over) // 2
+        if tok.count(text[:mid]) <= budget:
+            fits = mid
+        else:
+            over = mid
+    return fits
+
+
+def suffix_start(text: str, tok: Tokenizer, ids: Sequence[int], budget: int) -> tuple[int, int]:
+    """``(offset, tokens)``: where the kept end of ``text`` starts, given ``ids = tok.encode(text)``,
+    and ``tok.count(text[offset:])``, which is always ``<= budget``."""
+    if budget <= 0:
+        return len(text), 0
+    n = len(ids)
+    if n <= budget:
+        return 0, n
+    k = budget
+    for _ in range(_TRIES):
+        if k <= 0:
+            return len(text), 0
+        piece = tok.decode(list(ids[n - k :]))
+        if not text.endswith(piece):
+            k -= 1  # the first kept token splits a character (U+FFFD) or does not round-trip
+            continue
+        start = len(text) - len(piece)
+        got = tok.count(text[start:])
+        if got <= budget:
+            return start, got
+        k -= got - budget
+    start = _search_suffix(text, tok, budget)
+    return start, tok.count(text[start:])
+
+
+def prefix_end(text: str, tok: Tokenizer, ids: Sequence[int], budget: int) -> tuple[int, int]:
+    """``(offset, tokens)``: where the kept beginning of ``text`` ends, given
+    ``ids = tok.encode(text)``, and ``tok.count(text[:offset])``, which is always ``<= budget``."""
+    if budget <= 0:
+        return 0, 0
+    if len(ids) <= budget:
+        return len(text), len(ids)
+    k = budget
+    for _ in range(_TRIES):
+        if k <= 0:
+            return 0, 0
+        piece = tok.decode(list(ids[:k]))
+        if text.startswith(piece):
+            end = len(piece)
+        elif text[:1].isspace() and text.startswith(piece, 1):
+            end = 1 + len(piece)  # SentencePiece decoders drop the first token's leading space
+        else:
+            k -= 1
+            continue
+        got = tok.count(text[:end])
+        if got <= budget:
+            return end, got
+        k -= got - budget
+    end = _search_prefix(text, tok, budget)
+    return end, tok.count(text[:end])
+
+
+def keep_recent(text: str, tok: Tokenizer, budget: int) -> tuple[str, JSON]:
+    """Keep the newest end of ``text`` within ``budget`` tokens (MedAlign's rule)."""
+    ids = tok.encode(text)
+    start, kept_tokens = suffix_start(text, tok, ids, budget)
+    kept = text[start:]
+    return kept, {
+        "policy": "keep_recent",
+        "budget": budget,
+        "original_tokens": len(ids),
+        "kept_tokens": kept_tokens,
+        "truncated": start > 0,
+        "cut_tokens": len(ids) - kept_tokens,
+        "original_chars": len(text),
+        "first_kept_char": start,
+    }
+
+
+def keep_oldest(text: str, tok: Tokenizer, budget: int) -> tuple[str, JSON]:
+    """Keep the oldest beginning of ``text`` within ``budget`` tokens."""
+    ids = tok.encode(text)
+    end, kept_tokens = prefix_end(text, tok, ids, budget)
+    kept = text[:end]
+    return kept, {
+        "policy": "keep_oldest",
+        "budget": budget,
+        "original_tokens": len(ids),
+        "kept_tokens": kept_tokens,
+        "truncated": end < len(text),
+        "cut_tokens": len(ids) - kept_tokens,
+        "original_chars": len(text),
+        "first_kept_char": 0,
+        "kept_chars": end,
+    }
+
+
+def drop_if_over(text: str, tok: Tokenizer, budget: int) -> tuple[str, JSON]:
+    """Keep ``text`` whole if it fits; otherwise return ``""`` with ``info["dropped"] = True``."""
+    n = tok.count(text)
+    dropped = n > budget
+    info: JSON = {
+        "policy": "drop",
+        "budget": budget,
+        "original_tokens": n,
+        "kept_tokens": 0 if dropped else n,
+        "truncated": False,
+        "dropped": dropped,
+    }
+    if dropped:
+        info["reason"] = f"record has {n} tokens, over the budget of {budget}"
+    return ("" if dropped else text), info
+
+
+# Visit boundaries of both MedAlign dialects, at the start of their line.
+_VISIT = re.compile(r"^[ \t]*<(?:visit|encounter)\b", re.MULTILINE)
+CutKind = Literal["visit", "event", "mid", "end"]
+
+
+def _last_visit(text: str, lo: int, hi: int) -> int | None:
+    last = None
+    for m in _VISIT.finditer(text, lo, min(len(text), hi + 64)):
+        if lo < m.start() <= hi:
+            last = m.start()
+    return last
+
+
+def _last_event(text: str, lo: int, hi: int) -> int | None:
+    """Latest line start or tag-to-tag position in ``(lo, hi]``."""
+    nl = text.rfind("\n", lo, hi)
+    tag = text.rfind("><", lo, hi)
+    best = max(nl, tag) + 1
+    return best if best > lo else None
+
+
+def chunk_spans(
+    text: str, tok: Tokenizer, size: int, *, min_fill: float = 0.5, total_tokens: int | None = None
+) -> list[tuple[int, int, int, CutKind]]:
+    """``(start, end, tokens, cut)`` of consecutive pieces of ``text`` of at most ``size`` tokens.
+
+    Each piece ends at the last visit boundary that keeps it at least ``min_fill`` of the largest
+    piece that would fit, else at the last event boundary (line start, ``><``) under the same
+    condition, else mid-text at a token boundary.
+    """
+    if size <= 0:
+        raise ValueError(f"chunk size must be positive, not {size}")
+    n = len(text)
+    total = tok.count(text) if total_tokens is None else total_tokens
+    if total <= size:
+        return [(0, n, total, "end")]
+    chars_per_token = n / max(1, total)
+    spans: list[tuple[int, int, int, CutKind]] = []
+    start = 0
+    while start < n:
+        width = int(size * chars_per_token * 1.25) + 64
+        while True:
+            stop = min(n, start + width)
+            window = text[start:stop]
+            ids = tok.encode(window)
+            if len(ids) > size or stop == n:
+                break
+            width *= 2
+        if stop == n and len(ids) <= size:
+            spans.append((start, n, len(ids), "end"))
+            break
+        fit_chars, fit_tokens = prefix_end(window, tok, ids, size)
+        limit = start + fit_chars
+        if limit <= start:
+            raise ValueError(f"chunk size {size} is too small for the text at character {start}")
+        floor = start + (limit - start) * min_fill
+        end, got = limit, -1
+        kind_: CutKind = "mid"
+        visit = _last_visit(text, start, limit)
+        event = _last_event(text, start, limit)
+        candidates: list[tuple[int | None, CutKind]] = [(visit, "visit"), (event, "event")]
+        for cut, kind in candidates:
+            if cut is not None and cut >= floor and cut > start:
+                n_cut = tok.count(text[start:cut])
+                if n_cut <= size:
+                    end, got, kind_ = cut, n_cut, kind
+                    break
+        if got < 0:
+            got = fit_tokens
+        spans.append((start, end, got, kind_))
+        start = end
+    return spans
+
+
+def chunk_text(text: str, tok: Tokenizer, size: int, *, min_fill: float = 0.5) -> tuple[list[str], JSON]:
+    """Split ``text`` into in-order pieces of at most ``size`` tokens; ``"".join(pieces) == text``."""
+    total = tok.count(text)
+    spans = chunk_spans(text, tok, size, min_fill=min_fill, total_tokens=total)
+    pieces = [text[a:b] for a, b, _, _ in spans]
+    return pieces, {
+        "policy": "chunk",
+        "chunk_tokens": size,
+        "original_tokens": total,
+        "truncated": False,
+        "n_chunks": len(spans),
+        "chunks": [{"start": a, "end": b, "tokens": t, "cut": k} for a, b, t, k in spans],
+    }
+
+
+# --- ContextPolicy adapters -------------------------------------------------------------------
+
+
+def model_tokenizer(model: Model) -> Tokenizer:
+    """The model's own tokenizer, where it can be read locally (a GGUF file)."""
+    path = getattr(model, "path", None)
+    if isinstance(path, Path) and path.suffix == ".gguf":
+        return tokenizer_for_gguf(path)
+    raise UserError(
+        f"model {model.name}: its tokenizer is not available locally to count the context budget; "
+        "set a budget tokenizer (e.g. tiktoken:cl100k_base, hf:/path/tokenizer.json, gguf:/path/x.gguf)"
+    )
+
+
+def model_context(model: Model) -> int:
+    n_ctx = getattr(model, "n_ctx", None)
+    if isinstance(n_ctx, int) and n_ctx > 0:
+        return n_ctx
+    raise UserError(f"model {model.name}: its context length is unknown; set the policy's max_context")
+
+
+@dataclass(frozen=True, slots=True)
+class _BudgetPolicy:
+    """Shared settings of the budget policies.
+
+    ``template``: the task's prompt (the protocol's ``fit(sample, model)`` does not receive it);
+    ``tokenizer``: a Tokenizer, a spec string, or None for the model's own; ``max_context``: None
+    reads ``model.n_ctx``; ``reserve``: tokens kept free for generation.
+    """
+
+    template: PromptTemplate
+    tokenizer: Tokenizer | str | None = None
+    max_context: int | None = None
+    reserve: int = DEFAULT_RESERVE
+
+    @property
+    def kind(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        tok = self.tokenizer if isinstance(self.tokenizer, str | None) else self.tokenizer.name
+        ctx = "model" if self.max_context is None else str(self.max_context)
+        return f"{self.kind}(ctx={ctx},reserve={self.reserve},tokenizer={tok or 'model'})"
+
+    def resolve(self, model: Model) -> tuple[Tokenizer, int]:
+        if self.tokenizer is None:
+            tok = model_tokenizer(model)
+        elif isinstance(self.tokenizer, str):
+            tok = tokenizer_from_spec(self.tokenizer)
+        else:
+            tok = self.tokenizer
+        return tok, self.max_context or model_context(model)
+
+    def budget(self, sample: Sample, model: Model) -> tuple[Tokenizer, Budget]:
+        """The budget tokenizer and the budget for ``sample`` (renders the prompt with the model)."""
+        tok, ctx = self.resolve(model)
+        return tok, compute_budget(
+            tok, self.template, sample, max_context=ctx, reserve=self.reserve, render=model.render
+        )
+
+
+def _fit_verified(
+    fitter: Fitter,
+    template: PromptTemplate,
+    sample: Sample,
+    tok: Tokenizer,
+    budget: Budget,
+    render: Callable[[Sequence[Message]], str],
+) -> tuple[str, JSON]:
+    """Fit, then count the whole rendered prompt; shrink by any excess (tokens merging across the
+    record's edges, chat markup) until prompt + reserve fits the context."""
+    count = prompt_counter(tok)
+    tokens = budget.tokens
+    kept, info = fitter(sample.context, tok, tokens)
+    prompt_tokens = None
+    for _ in range(_TRIES):
+        if info.get("dropped"):
+            break
+        prompt_tokens = count(render(template.messages(sample, kept)))
+        over = prompt_tokens + budget.reserve - budget.max_context
+        if over <= 0 or tokens <= 0:
+            break
+        tokens = max(0, tokens - over)
+        kept, info = fitter(sample.context, tok, tokens)
+    info.update({k: v for k, v in budget.to_dict().items() if k != "budget"})
+    info["budget"] = budget.tokens
+    info["effective_budget"] = tokens
+    info["prompt_tokens"] = prompt_tokens
+    info["fits"] = prompt_tokens is not None and prompt_tokens + budget.reserve <= budget.max_context
+    info["tokenizer"] = tok.name
+    return kept, info
+
+
+@dataclass(frozen=True, slots=True)
+class _FitterPolicy(_BudgetPolicy):
+    def _fitter(self) -> Fitter:
+        raise NotImplementedError
+
+    async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
+        def work() -> tuple[str, JSON]:
+            tok, budget = self.budget(sample, model)
+            return _fit_verified(self._fitter(), self.template, sample, tok, budget, model.render)
+
+        return await asyncio.to_thread(work)
+
+
+@dataclass(frozen=True, slots=True)
+class KeepRecentPolicy(_FitterPolicy):
+    """MedAlign's default: drop the oldest tokens, keep the end of the record."""
+
+    @property
+    def kind(self) -> str:
+        return "keep_recent"
+
+    def _fitter(self) -> Fitter:
+        return keep_recent
+
+
+@dataclass(frozen=True, slots=True)
+class KeepOldestPolicy(_FitterPolicy):
+    """Keep the beginning of the record."""
+
+    @property
+    def kind(self) -> str:
+        return "keep_oldest"
+
+    def _fitter(self) -> Fitter:
+        return keep_oldest
+
+
+@dataclass(frozen=True, slots=True)
+class DropPolicy(_FitterPolicy):
+    """Keep the record whole or drop the sample: ``info["dropped"]`` is True and the context empty."""
+
+    @property
+    def kind(self) -> str:
+        return "drop"
+
+    def _fitter(self) -> Fitter:
+        return drop_if_over
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPolicy(_BudgetPolicy):
+    """Multi-step refinement: the record in order, in pieces of at most ``chunk_tokens`` tokens
+    (None: the whole budget less ``carry_tokens``, room for the answer carried between steps).
+
+    ``fit`` returns the first piece and lists every piece's character span in ``info["chunks"]``;
+    :meth:`chunks` returns all pieces.
+    """
+
+    chunk_tokens: int | None = None
+    carry_tokens: int = 0
+    min_fill: float = 0.5
+
+    @property
+    def kind(self) -> str:
+        size = "budget" if self.chunk_tokens is None else str(self.chunk_tokens)
+        return f"chunk[{size},carry={self.carry_tokens}]"
+
+    def _chunks_sync(self, sample: Sample, model: Model) -> tuple[list[str], JSON]:
+        tok, budget = self.budget(sample, model)
+        size = self.chunk_tokens if self.chunk_tokens is not None else budget.tokens - self.carry_tokens
+        if size <= 0:
+            raise UserError(
+                f"sample {sample.id}: no room for any record tokens (budget {budget.tokens}, "
+                f"carry {self.carry_tokens}); raise max_context or shorten the prompt"
+            )
+        count = prompt_counter(tok)
+        for _ in range(_TRIES):
+            pieces, info = chunk_text(sample.context, tok, size, min_fill=self.min_fill)
+            # Every piece's whole prompt must fit, edges and chat markup included.
+            worst = max(count(model.render(self.template.messages(sample, p))) for p in pieces)
+            over = worst + self.carry_tokens + budget.reserve - budget.max_context
+            if over <= 0 or size <= 1:
+                break
+            size = max(1, size - over)
+        info.update(budget.to_dict())
+        info["chunk_tokens"] = size
+        info["tokenizer"] = tok.name
+        return pieces, info
+
+    async def chunks(self, sample: Sample, model: Model) -> tuple[list[str], JSON]:
+        return await asyncio.to_thread(self._chunks_sync, sample, model)
+
+    async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
+        pieces, info = await self.chunks(sample, model)
+        return pieces[0], info
