@@ -88,12 +88,25 @@ async def _evaluate(task: Task, calls: _Cached, sample: Sample, repeat: int) -> 
         sample=sample, repeat=repeat, messages=task.prompt.messages(sample, context), context_info=info
     )
     log.debug("sample %s repeat %d prompt: %r", sample.id, repeat, record.messages)
-    if task.needs_generation:
-        record.output = await calls.generate(task, record)
-    if task.needs_loglikelihood and sample.choices:
-        record.loglik = await calls.loglikelihood(record)
+    if info.get("dropped"):
+        # The drop policy: the record does not fit and may not be cut. No model call; the sample
+        # stays in the results as a counted context_length failure, never as a silent gap.
+        why = str(info.get("reason") or "record exceeds the context budget")
+        if task.needs_generation:
+            record.output = ModelOutput.failure(ErrorKind.CONTEXT_LENGTH, f"dropped: {why}")
+        if task.needs_loglikelihood and sample.choices:
+            record.loglik = LoglikOutput(error_kind=ErrorKind.CONTEXT_LENGTH, error_message=f"dropped: {why}")
+    else:
+        await _ask(task, calls, record)
     record.scores = {s.name: s.score(record) for s in task.scorers}
     return record
+
+
+async def _ask(task: Task, calls: _Cached, record: SampleRecord) -> None:
+    if task.needs_generation:
+        record.output = await calls.generate(task, record)
+    if task.needs_loglikelihood and record.sample.choices:
+        record.loglik = await calls.loglikelihood(record)
 
 
 def pending_items(
