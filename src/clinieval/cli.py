@@ -25,6 +25,15 @@ app = typer.Typer(
     help="Offline, private evaluation of language models on clinical tasks.",
 )
 
+
+def _add_subcommands() -> None:
+    from clinieval.ehr.cli import app as ehr_app
+
+    app.add_typer(ehr_app, name="ehr")
+
+
+_add_subcommands()
+
 DEFAULT_MODEL = "llamacpp:smollm2-135m-instruct"
 TINY_MODEL_NOTE = (
     "note: {name} is a tiny embedded model: it exercises every code path with real text, but its "
