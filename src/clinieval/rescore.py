@@ -6,8 +6,9 @@ import json
 from collections.abc import Sequence
 
 from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_text
 from clinieval.records import SampleRecord
-from clinieval.runs import SCORES, RunDir, atomic_write_text
+from clinieval.runs import SCORES, RunDir
 from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary, summarize
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from importlib import metadata
@@ -28,6 +26,7 @@ from typing import IO
 from clinieval import __version__
 from clinieval.cache import RequestCache
 from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_json
 from clinieval.records import SampleRecord
 from clinieval.types import JSON
 
@@ -38,25 +37,6 @@ SUMMARY = "summary.json"
 SCORES = "scores"
 
 _TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "httpx", "numpy", "typer", "rich")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a whole file or nothing: temp file in the same folder, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, data: JSON) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def package_versions() -> dict[str, str]:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
 from clinieval.runner import RunStats, execute
-from clinieval.runs import SUMMARY, RunDir, atomic_write_json, build_manifest, fingerprint
+from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.task import Task
 from clinieval.types import JSON

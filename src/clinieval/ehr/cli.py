@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import tempfile
@@ -14,6 +13,7 @@ import typer
 
 from clinieval.ehr.timeline import Timeline
 from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_text, publish_dir
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -27,12 +27,6 @@ def _fresh_output(out_dir: Path, overwrite: bool) -> Path:
         raise UserError(f"{out_dir}: exists and is not empty; choose another folder or pass --overwrite")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-
-
-def _publish(tmp: Path, out_dir: Path) -> None:
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
 
 
 def _progress(label: str) -> Progress:
@@ -63,7 +57,7 @@ def omop2xml(
                 for tl in source.iter_timelines():
                     write_xml(tl, tmp / f"{_safe_name(tl.person.person_id)}.xml")
                     bar.advance(task)
-            _publish(tmp, out_dir)
+            publish_dir(tmp, out_dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -128,8 +122,6 @@ def stats(
     if not rows:
         raise UserError(f"{source}: no patients found")
     if csv is not None:
-        from clinieval.runs import atomic_write_text
-
         header = list(rows[0])
         lines = [",".join(header)] + [",".join(str(r[h]) for h in header) for r in rows]
         atomic_write_text(csv, "\n".join(lines) + "\n")

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from xml.parsers import expat
 
 from clinieval.ehr.timeline import EVENT_DOMAINS, Event, Note, Person, Timeline, Visit
 from clinieval.errors import UserError
+from clinieval.fsutil import atomic_open
 
 __all__ = [
     "NO_VISIT",
@@ -305,17 +305,9 @@ def timeline_to_xml(tl: Timeline) -> str:
 def write_xml(tl: Timeline, path: str | os.PathLike[str]) -> Path:
     """Write :func:`timeline_to_xml` to ``path`` (UTF-8) atomically: a temp file, then os.replace."""
     dest = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for chunk in iter_xml(tl):
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(dest) as f:
+        for chunk in iter_xml(tl):
+            f.write(chunk)
     return dest
 
 

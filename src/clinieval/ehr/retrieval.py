@@ -23,7 +23,6 @@ The folder is written under a temporary name and renamed into place.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -37,6 +36,7 @@ import numpy as np
 
 from clinieval.ehr.timeline import Event, Note, Timeline
 from clinieval.errors import UserError
+from clinieval.fsutil import publish_dir
 
 WORD_RE = re.compile(r"[^\W_]+(?:[.\-][^\W_]+)*")
 
@@ -286,13 +286,7 @@ class BM25Index:
                 "n_docs": len(self._docs),
             }
             (tmp / "index.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            if out.exists():
-                old = out.with_name(f".{out.name}.{os.getpid()}.old")
-                out.rename(old)
-                tmp.rename(out)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                tmp.rename(out)
+            publish_dir(tmp, out)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -35,6 +35,7 @@ from typing import Any, TextIO
 
 from clinieval.ehr.timeline import Event, Note, Person, Timeline, Visit
 from clinieval.errors import UserError
+from clinieval.fsutil import publish_dir
 
 # ---------------------------------------------------------------------------------------------
 # Embedded vocabulary
@@ -2114,13 +2115,7 @@ def write_omop(
         finally:
             for fh in files.values():
                 fh.close()
-        if out.exists():
-            trash = out.with_name(f".{out.name}.{os.getpid()}.old")
-            out.rename(trash)
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
+        publish_dir(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

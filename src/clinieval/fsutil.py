@@ -1,0 +1,49 @@
+"""Atomic file and folder writes: a crash leaves the old version or the new one, never a mix."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+
+@contextmanager
+def atomic_open(path: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` only once everything written to it is on disk."""
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_open(path) as f:
+        f.write(text)
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def publish_dir(tmp: Path, out: Path) -> None:
+    """Move the finished folder ``tmp`` to ``out``, replacing an old ``out`` only at the end."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.{os.getpid()}.old")
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(out)
