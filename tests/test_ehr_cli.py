@@ -86,3 +86,10 @@ def test_bad_inputs_leave_no_output_folder(tmp_path: Path) -> None:
     weird.write_text("<patient/>")
     done = run_cli("ehr", "stats", str(weird))
     assert done.returncode == 2 and "patient" in done.stderr
+
+
+def test_memory_limit_is_passed_to_duckdb(synthea: Path, tmp_path: Path) -> None:
+    out = tmp_path / "xml"
+    bad = run_cli("ehr", "omop2xml", str(synthea), str(out), "--memory-limit", "lots")
+    assert bad.returncode == 2 and "bad memory_limit 'lots'" in bad.stderr
+    assert not out.exists()

@@ -43,12 +43,15 @@ def omop2xml(
     out_dir: Annotated[Path, typer.Argument(help="folder for one MedAlign XML file per patient")],
     overwrite: Annotated[bool, typer.Option(help="replace a non-empty OUT_DIR")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    memory_limit: Annotated[
+        str, typer.Option(help="DuckDB memory limit while staging tables (100,000 patients need more)")
+    ] = "2GB",
 ) -> None:
     """Write each patient of an OMOP CDM database as MedAlign's XML (visit → day → events)."""
     from clinieval.ehr.medalign_xml import write_xml
     from clinieval.ehr.omop import open_omop
 
-    with open_omop(omop_dir) as source:
+    with open_omop(omop_dir, memory_limit=memory_limit) as source:
         ids = source.person_ids()
         tmp = _fresh_output(out_dir, overwrite)
         try:

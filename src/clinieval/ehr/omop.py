@@ -385,6 +385,8 @@ class OmopSource:
                 except duckdb.Error as e:
                     raise UserError(f"bad memory_limit {memory_limit!r}: {str(e).splitlines()[0]}") from None
             con.execute(f"SET temp_directory = {_q(str(tmp / 'spill'))}")
+            # Staging sorts by person anyway; not keeping file order lets DuckDB stream and spill.
+            con.execute("SET preserve_insertion_order = false")
             if p.is_dir():
                 sources = cls._folder_tables(p)
             elif p.is_file() and cls._is_duckdb(p):
