@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import sys
@@ -14,9 +15,8 @@ import typer
 from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import Scorer, scorer_by_name
-from clinieval.summary import ScorerSummary
+from clinieval.summary import ScorerSummary, format_counts
 from clinieval.task import Task
-from clinieval.types import GenerationConfig
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -46,18 +46,17 @@ def _build_task(
     data: Path | None,
     split: str,
     scorers: list[Scorer] | None,
-    generation: GenerationConfig | None,
 ) -> Task:
     if name == "pubmedqa":
         from clinieval.tasks.pubmedqa import pubmedqa_task
 
         if split not in {"test", "all"}:
             raise UserError(f"--split {split!r}: pubmedqa has splits test and all")
-        return pubmedqa_task(data, "test" if split == "test" else "all", scorers, generation)
+        return pubmedqa_task(data, "test" if split == "test" else "all", scorers)
     if name.endswith(".jsonl"):
         from clinieval.tasks.jsonl import jsonl_task
 
-        return jsonl_task(Path(name), scorers, generation)
+        return jsonl_task(Path(name), scorers)
     raise UserError(f"unknown task {name!r}; known: pubmedqa, or a path to a .jsonl file")
 
 
@@ -101,14 +100,15 @@ def run(
     from clinieval.session import RunRequest, run_evaluation
 
     scorers = [scorer_by_name(s) for s in scorer] if scorer else None
-    probe = _build_task(task, data, split, scorers, None)
-    generation = GenerationConfig(
+    the_task = _build_task(task, data, split, scorers)
+    # The task's own generation settings are the defaults; the flags override them.
+    the_task.generation = dataclasses.replace(
+        the_task.generation,
         temperature=temperature,
-        max_tokens=max_tokens if max_tokens is not None else probe.generation.max_tokens,
+        max_tokens=max_tokens if max_tokens is not None else the_task.generation.max_tokens,
         seed=seed,
         stop=tuple(stop or ()),
     )
-    the_task = _build_task(task, data, split, scorers, generation)
     options = BackendOptions(
         concurrency=concurrency,
         timeout_s=timeout,
@@ -135,7 +135,7 @@ def run(
     if model.startswith("llamacpp:") and "/" not in model:
         typer.echo(TINY_MODEL_NOTE.format(name=the_model.name), err=True)
     if result.summaries and all(s.samples and not s.scored for s in result.summaries):
-        errors = ", ".join(f"{k}={v}" for k, v in sorted(result.summaries[0].errors.items()))
+        errors = format_counts(result.summaries[0].errors)
         typer.echo(
             f"error: every model call failed ({errors}); the messages are in {result.run_path}/samples.jsonl",
             err=True,

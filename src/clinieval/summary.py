@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from clinieval.records import SampleRecord
@@ -74,6 +74,11 @@ def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> l
     return out
 
 
+def format_counts(counts: Mapping[str, int], empty: str = "-") -> str:
+    """``a=1, b=2`` in key order, for error and issue counts on one line."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or empty
+
+
 def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
     """A rich Table (imported lazily: only the CLI renders)."""
     from rich.table import Table
@@ -83,7 +88,7 @@ def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
         left = col in {"scorer", "errors"}
         table.add_column(col, justify="left" if left else "right", no_wrap=col != "errors")
     for s in summaries:
-        errors = ", ".join(f"{k}={v}" for k, v in sorted(s.errors.items())) or "-"
+        errors = format_counts(s.errors)
         none = s.scored == 0  # nothing answered: no score, rather than "nan"
         table.add_row(
             s.scorer,

@@ -65,8 +65,10 @@ def omop2xml(
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         summary = source.summary()
-    rows = ", ".join(f"{k}={v}" for k, v in sorted(summary["rows"].items()))
-    issues = ", ".join(f"{k}={v}" for k, v in sorted(summary["issues"].items())) or "none"
+    from clinieval.summary import format_counts
+
+    rows = format_counts(summary["rows"], empty="")
+    issues = format_counts(summary["issues"], empty="none")
     typer.echo(f"{summary['timelines']} patients written to {out_dir}\nrows read: {rows}\nissues: {issues}")
     if summary["missing_tables"]:
         typer.echo(f"tables not present: {', '.join(summary['missing_tables'])}")
