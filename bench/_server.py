@@ -213,3 +213,18 @@ def common_args(description: str | None, out_json: Path, unit: str) -> argparse.
     p.add_argument("--warmup", type=int, default=2, help="warm-up requests before timing")
     p.add_argument("--json", type=Path, default=out_json, help="results file")
     return p
+
+
+def result_header(benchmark: str, args: argparse.Namespace) -> dict[str, object]:
+    """The fields every benchmark's JSON starts with: what ran, with which settings, where."""
+    import platform
+
+    return {
+        "benchmark": benchmark,
+        "command": " ".join([".venv/bin/python", f"bench/{benchmark}.py", *sys.argv[1:]]),
+        "n": args.n,
+        "concurrency": args.concurrency,
+        "max_tokens": args.max_tokens,
+        "rounds": args.rounds,
+        "machine": {"platform": platform.platform(), "python": platform.python_version()},
+    }

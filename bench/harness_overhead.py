@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import Server, common_args, log_offset, server_work, smol_server, warm_up
+from _server import Server, common_args, log_offset, result_header, server_work, smol_server, warm_up
 
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import ChoiceExtraction
@@ -248,13 +247,7 @@ def report(args: argparse.Namespace, ms: list[Measurement]) -> dict[str, object]
     print(f"server saw the same prompt token counts in every run: {same_prompts}")
 
     result: dict[str, object] = {
-        "benchmark": "harness_overhead",
-        "command": " ".join([".venv/bin/python", "bench/harness_overhead.py", *sys.argv[1:]]),
-        "n": args.n,
-        "concurrency": args.concurrency,
-        "max_tokens": args.max_tokens,
-        "rounds": args.rounds,
-        "machine": {"platform": platform.platform(), "python": platform.python_version()},
+        **result_header("harness_overhead", args),
         "measurements": [
             {k: v for k, v in asdict(m).items() if k not in ("texts", "prompt_tokens")}
             | {"items_per_s": m.items_per_s, "non_compute_s": m.non_compute_s}

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -38,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import ROOT, Server, common_args, log_offset, server_work, smol_server, warm_up
+from _server import ROOT, Server, common_args, log_offset, result_header, server_work, smol_server, warm_up
 
 from clinieval.scoring.scorers import ChoiceExtraction
 from clinieval.tasks.pubmedqa import pubmedqa_task
@@ -315,14 +314,8 @@ def report(
     print(f"lm-eval answers identical to clinieval's (round 1): {agree}/{args.n}")
     print(f"server saw the same prompt token counts in every run: {same_prompts}")
     return {
-        "benchmark": "vs_lm_eval",
-        "command": " ".join([".venv/bin/python", "bench/vs_lm_eval.py", *sys.argv[1:]]),
+        **result_header("vs_lm_eval", args),
         "tool_commands": commands,
-        "n": args.n,
-        "concurrency": args.concurrency,
-        "max_tokens": args.max_tokens,
-        "rounds": args.rounds,
-        "machine": {"platform": platform.platform(), "python": platform.python_version()},
         "measurements": [
             {k: v for k, v in asdict(m).items() if k != "prompt_tokens"}
             | {"items_per_s": m.items_per_s(args.n), "non_compute_s": m.wall_s - m.server_compute_s}
