@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from clinieval.ehr.omop import TABLES, OmopSource, format_number
+from clinieval.ehr import omop
+from clinieval.ehr.omop import TABLES, OmopSource, _passes, format_number
 from clinieval.ehr.timeline import Timeline
 from clinieval.errors import UserError
 from tests.conftest import need_shared
@@ -346,3 +347,23 @@ def test_small_chunks_same_timelines(read: Read, synthea: Path, tmp_path: Path) 
     assert list(tmp_path.iterdir())  # the work folder lives while the source is open ...
     src.close()
     assert not list(tmp_path.iterdir())  # ... and is removed by close()
+
+
+def test_passes_group_whole_chunks() -> None:
+    # (chunk index, rows): passes close once they reach 10 rows; empty chunks are simply spanned
+    counts = [(0, 4), (1, 7), (2, 12), (5, 3), (6, 1)]
+    assert _passes(counts, 10) == [(0, 1), (2, 2), (5, 6)]
+    assert _passes(counts, 1000) == [(0, 6)]
+    assert _passes([], 10) == []
+
+
+def test_many_staging_passes_same_timelines(
+    read: Read, synthea: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Passes of a few dozen rows: every table is copied in many passes, and chunks of 4 people
+    # must still come back whole and in order.
+    monkeypatch.setattr(omop, "_PASS_ROWS", 40)
+    src = OmopSource.open(synthea, chunk=4, work_dir=tmp_path)
+    assert [t.to_dict() for t in src.iter_timelines()] == [t.to_dict() for t in read[1]]
+    assert src.orphans == read[0].orphans
+    src.close()

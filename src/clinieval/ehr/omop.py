@@ -5,10 +5,12 @@ matched case-insensitively) or a DuckDB database file holding the tables. ``pers
 ``visit_occurrence`` and ``concept`` must be there; every other table is optional and, when
 absent, simply contributes nothing (listed in :attr:`OmopSource.missing_tables`).
 
-Memory stays bounded however many patients there are: each table is copied once, typed, joined
-to the concept table and sorted by person, into a temporary DuckDB file (DuckDB keeps to its
-``memory_limit`` and spills beyond it); people are then numbered and read ``chunk`` at a time with
-range scans of those sorted tables, so Python holds one chunk of patients at a time.
+Memory stays bounded however many patients there are: people are numbered, and each table is
+copied once, typed, joined to the concept table and to those numbers, into a temporary DuckDB file,
+then rewritten in passes of whole chunks of people so that each chunk's rows sit together. Nothing
+is sorted globally (a sort of 100,000 patients' notes ran DuckDB out of memory even at 8 GB); people
+are read ``chunk`` at a time with range scans that touch only that chunk's row groups, and only a
+chunk's rows are ever sorted, so Python and DuckDB hold one chunk of patients at a time.
 
 What the reader had to work around is counted, never patched silently, in each timeline's
 ``issues`` and in :attr:`OmopSource.issues` (totals over the timelines yielded so far):
@@ -219,6 +221,29 @@ _SUFFIXES: tuple[tuple[str, str], ...] = ((".csv", "csv"), (".csv.gz", "csv"), (
 _DUCKDB_MAGIC = b"DUCK"
 
 
+_PASS_ROWS = 1 << 20
+"""Rows copied per staging pass: big enough that a 100,000-patient measurement table takes a few
+dozen passes (each scans the raw table's ``pord`` column once), small enough that a chunk's range
+scan reads a few row groups."""
+
+
+def _passes(counts: list[tuple[int, int]], rows: int) -> list[tuple[int, int]]:
+    """Group consecutive chunks ``(index, row count)`` into ``(first, last)`` index ranges of at
+    least ``rows`` rows each (the last may be smaller); chunks with no rows are spanned, not split."""
+    out: list[tuple[int, int]] = []
+    first: int | None = None
+    total = 0
+    for index, count in counts:
+        first = index if first is None else first
+        total += count
+        if total >= rows:
+            out.append((first, index))
+            first, total = None, 0
+    if first is not None:
+        out.append((first, counts[-1][0]))
+    return out
+
+
 def _q(s: str) -> str:
     """A SQL string literal."""
     return "'" + s.replace("'", "''") + "'"
@@ -359,10 +384,10 @@ class OmopSource:
         ``unit_source_value`` as recorded (``kg``, ``mm[Hg]``), falling back to the unit concept's
         code; ``"name"`` is the unit concept's name (``kilogram``), falling back to the source value.
 
-        Reading stages the tables, sorted by person, in a temporary DuckDB file under ``work_dir``
-        (default: the system temp folder), then reads ``chunk`` people at a time, so Python holds one
-        chunk at a time. DuckDB keeps to ``memory_limit`` (DuckDB's own default, 80% of RAM, when
-        None), spilling sorts to ``work_dir`` beyond it.
+        Reading stages the tables, grouped by chunk of people, in a temporary DuckDB file under
+        ``work_dir`` (default: the system temp folder), then reads ``chunk`` people at a time, so
+        Python holds one chunk at a time. DuckDB keeps to ``memory_limit`` (DuckDB's own default, 80%
+        of RAM, when None), spilling joins to ``work_dir`` beyond it.
         """
         import duckdb
 
@@ -385,8 +410,13 @@ class OmopSource:
                 except duckdb.Error as e:
                     raise UserError(f"bad memory_limit {memory_limit!r}: {str(e).splitlines()[0]}") from None
             con.execute(f"SET temp_directory = {_q(str(tmp / 'spill'))}")
-            # Staging sorts by person anyway; not keeping file order lets DuckDB stream and spill.
+            # Staging regroups rows by person anyway; not keeping file order lets DuckDB stream.
             con.execute("SET preserve_insertion_order = false")
+            # Every staging join is written with the small side (concepts, people) on the right, the
+            # hash-join build side. DuckDB's optimiser guesses a CSV's size from a sample and once
+            # built the hash table from 100,000 patients' notes (out of memory at 8 GB): keep the
+            # joins as written.
+            con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
             if p.is_dir():
                 sources = cls._folder_tables(p)
             elif p.is_file() and cls._is_duckdb(p):
@@ -721,9 +751,9 @@ class OmopSource:
                 con.execute(f"DROP TABLE IF EXISTS {want}")
 
     def _stage(self, stage: str, want: str | None) -> int:
-        """Copy the people (numbered ``pord`` in person_id order) and each table's rows (sorted by
-        ``pord``) into the stage database; return the number of people. DuckDB sorts out of core, and
-        each chunk of people is then read with a range scan of the sorted tables."""
+        """Copy the people (numbered ``pord`` in person_id order) and each table's rows (tagged with
+        ``pord`` and grouped by chunk of people) into the stage database; return the number of
+        people. Each chunk of people is then read with a range scan of its own row groups."""
         con = self._con
         person = self._person_sql()
         keep = f"AND x.pid IN (SELECT pid FROM {want})" if want else ""
@@ -746,17 +776,36 @@ class OmopSource:
             selects.append(self._note_sql())
         join = "LEFT JOIN" if want is None else "JOIN"
         for sel in selects:
-            order = ", ".join(f"x._o{i} NULLS LAST" for i in range(sel.n_order))
+            raw = f"{stage}._raw_{sel.table}"
             con.execute(
-                f"CREATE TABLE {stage}.{sel.table} AS SELECT p.pord, x.* FROM ({sel.sql}) x "
-                f"{join} {stage}.person p ON p.pid = x.pid ORDER BY p.pord NULLS LAST, {order}"
+                f"CREATE TABLE {raw} AS SELECT p.pord, x.* FROM ({sel.sql}) x "
+                f"{join} {stage}.person p ON p.pid = x.pid"
             )
             if want is None:
-                (lost,) = _one(con, f"SELECT count(*) FROM {stage}.{sel.table} WHERE pord IS NULL")
+                (lost,) = _one(con, f"SELECT count(*) FROM {raw} WHERE pord IS NULL")
                 self.orphans[sel.table] += lost
+            self._cluster(raw, f"{stage}.{sel.table}")
+            con.execute(f"DROP TABLE {raw}")
         self.orphans += Counter()  # drop zero counts
         (n,) = _one(con, f"SELECT count(*) FROM {stage}.person")
         return int(n)
+
+    def _cluster(self, raw: str, table: str) -> None:
+        """Copy ``raw`` into ``table`` in passes of whole chunks of people (about ``_PASS_ROWS`` rows
+        each) so that a chunk's rows share row groups and a range scan skips the rest by their
+        min/max ``pord``. Passes filter rather than sort, so memory stays flat however long the
+        notes are; rows with no person (``pord`` NULL, already counted) are left out."""
+        con = self._con
+        counts = con.execute(
+            f"SELECT (pord - 1) // ? AS c, count(*) FROM {raw} WHERE pord IS NOT NULL GROUP BY c ORDER BY c",
+            [self.chunk],
+        ).fetchall()
+        con.execute(f"CREATE TABLE {table} AS SELECT * FROM {raw} LIMIT 0")
+        for first, last in _passes([(int(c), int(k)) for c, k in counts], _PASS_ROWS):
+            con.execute(
+                f"INSERT INTO {table} SELECT * FROM {raw} WHERE pord BETWEEN ? AND ?",
+                [first * self.chunk + 1, (last + 1) * self.chunk],
+            )
 
     def _fetch(
         self, stage: str, table: str, n_out: int, n_order: int, lo: int, hi: int
