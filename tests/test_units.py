@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from clinieval.analysis.uncertainty import bootstrap_ci
 from clinieval.cache import RequestCache, request_key
+from clinieval.errors import UserError
 from clinieval.records import SampleRecord
 from clinieval.scoring.scorers import ChoiceExtraction, ChoiceLoglik, extract_choice
-from clinieval.stats import bootstrap_ci
 from clinieval.summary import summarize
 from clinieval.types import ErrorKind, LoglikOutput, Message, ModelOutput, Sample, Score, TokenLogprob
 
@@ -68,7 +68,8 @@ def test_bootstrap_ci_brackets_the_mean_and_matches_numpy() -> None:
     # Analytic normal approximation: sd of the mean = sqrt(p(1-p)/n) = 0.0685 -> +-0.134.
     assert hi - lo == pytest.approx(2 * 1.96 * math.sqrt(0.75 * 0.25 / 40), abs=0.03)
     assert bootstrap_ci([0.5, 0.5]) == (0.5, 0.5)
-    assert all(np.isnan(bootstrap_ci([])))
+    with pytest.raises(UserError, match="empty"):
+        bootstrap_ci([])
 
 
 def test_summary_shows_both_views_and_counts_errors_by_kind() -> None:

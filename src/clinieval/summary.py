@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from clinieval.analysis.uncertainty import bootstrap_ci
 from clinieval.records import SampleRecord
-from clinieval.stats import bootstrap_ci
 from clinieval.types import JSON, Score
 
 
@@ -57,7 +57,8 @@ def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> l
     for name in scorer_names:
         pairs = [(r.sample.id, r.scores[name]) for r in records if name in r.scores]
         ok, wrong, errors, unparsed = _per_sample(pairs)
-        lo, hi = bootstrap_ci(ok)
+        # No scored sample: mean and CI are both shown as NaN, "no data", rather than an error.
+        lo, hi = bootstrap_ci(ok) if ok else (float("nan"), float("nan"))
         out.append(
             ScorerSummary(
                 scorer=name,

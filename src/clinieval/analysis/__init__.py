@@ -1,0 +1,1 @@
+"""Analysis of scored runs: rankings, win rates, agreement, uncertainty."""
