@@ -179,6 +179,81 @@ def summary(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) ->
 
 
 @app.command()
+def analyze(
+    table: Annotated[
+        Path, typer.Argument(help="per-item results: .csv, .tsv or .jsonl, one row per item and model")
+    ],
+    item: Annotated[str, typer.Option(help="column naming the item")] = "item",
+    model: Annotated[str, typer.Option(help="column naming the model")] = "model",
+    score: Annotated[
+        list[str] | None, typer.Option(help="score column (repeatable; default: every other numeric column)")
+    ] = None,
+    lower_is_better: Annotated[
+        list[str] | None, typer.Option(help="score column where lower is better (repeatable)")
+    ] = None,
+    human_rank: Annotated[
+        str | None, typer.Option(help="column with the clinician's rank (1 = best)")
+    ] = None,
+    human_score: Annotated[
+        str | None, typer.Option(help="column with the clinician's score, to judge a judge against")
+    ] = None,
+    correct: Annotated[
+        str | None, typer.Option(help="column with binary correctness (1/0, true/false)")
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="column to cluster the bootstrap by (patient, instruction)")
+    ] = None,
+    group: Annotated[
+        list[str] | None, typer.Option(help="subgroup column for the chi-square of --correct (repeatable)")
+    ] = None,
+    rater: Annotated[
+        str | None, typer.Option(help="column naming the clinician, for inter-rater agreement")
+    ] = None,
+    run: Annotated[
+        str | None, typer.Option(help="column naming a repeated run, for rank instability")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="folder for analysis.json and analysis.md")] = None,
+    level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
+    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
+    seed: Annotated[int, typer.Option(help="bootstrap and permutation seed")] = 0,
+) -> None:
+    """Statistics of results you already have: CIs, paired tests, rankings, agreement with clinicians."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from clinieval.analysis.analyze import AnalyzeOptions
+    from clinieval.analysis.analyze import analyze as run_analysis
+    from clinieval.analysis.markdown import render_markdown
+    from clinieval.analysis.table import read_table
+    from clinieval.fsutil import atomic_write_json, atomic_write_text
+
+    options = AnalyzeOptions(
+        item=item,
+        model=model,
+        scores=tuple(score or ()),
+        lower_is_better=frozenset(lower_is_better or ()),
+        human_rank=human_rank,
+        human_score=human_score,
+        correct=correct,
+        cluster=cluster,
+        groups=tuple(group or ()),
+        rater=rater,
+        run=run,
+        level=level,
+        resamples=resamples,
+        seed=seed,
+    )
+    result = run_analysis(read_table(table), options)
+    text = render_markdown(result)
+    Console().print(Markdown(text))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / "analysis.json", result)
+        atomic_write_text(out / "analysis.md", text)
+        typer.echo(f"written: {out / 'analysis.json'}, {out / 'analysis.md'}")
+
+
+@app.command()
 def models() -> None:
     """List the embedded models and whether they are installed."""
     from clinieval.models.catalog import EMBEDDED

@@ -1,0 +1,281 @@
+"""Markdown rendering of an :func:`clinieval.analysis.analyze.analyze` result.
+
+Kept apart from the computation so the JSON stays the single source of the numbers: the report
+only formats what is in it (``—`` for a value that is undefined, never a made-up 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 10**-digits:
+            return f"{value:.1e}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(ci: Sequence[float] | None) -> str:
+    return "—" if not ci else f"[{_f(ci[0])}, {_f(ci[1])}]"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return [*lines, ""]
+
+
+def _h2h(h: JSON, title: str) -> list[str]:
+    models = h["models"]
+    rows = [[m, *(_f(v) for v in rates)] for m, rates in zip(models, h["rates"], strict=True)]
+    return [f"{title} (row beats column):", "", *_table(["", *models], rows)]
+
+
+def _ranking_rows(models: Sequence[str], section: JSON) -> list[list[str]]:
+    return [
+        [
+            _f(section["mean_rank"].get(m)),
+            _f(section["win_rate"].get(m)),
+            _f(section["win_rate_non_tied"].get(m)),
+        ]
+        for m in models
+    ]
+
+
+def _score(col: str, s: JSON, level: float) -> list[str]:
+    direction = "higher is better" if s["higher_is_better"] else "lower is better"
+    out = [f"## {col} ({direction})", ""]
+    models = list(s["per_model"])
+    rows = [
+        [m, _f(p["n"]), _f(p["mean"]), _ci(p["ci"]), _f(p["sd"]), *r]
+        for (m, p), r in zip(s["per_model"].items(), _ranking_rows(models, s), strict=True)
+    ]
+    header = ["model", "n", "mean", f"{level:.0%} CI", "SD", "mean rank", "win rate", "win rate (non-tied)"]
+    out += _table(header, rows)
+    out += _h2h(s["head_to_head"], "Head-to-head, all items")
+    out += _h2h(s["head_to_head_non_tied"], "Head-to-head, non-tied items only")
+    if s["pairs"]:
+        rows = [
+            [
+                f"{p['model']} − {p['opponent']}",
+                _f(p["n"]),
+                _f(p["mean_difference"]),
+                _ci(p["ci"]),
+                _f(p["pvalue"]),
+                _f(p["pvalue_bonferroni"]),
+                _f(p["mcnemar"]["pvalue"]) if "mcnemar" in p else "—",
+                _f(p["sigma_d"]),
+                _f(p["minimum_detectable_difference"]),
+            ]
+            for p in s["pairs"]
+        ]
+        header = [
+            "pair",
+            "n",
+            "mean diff",
+            "CI",
+            "p (permutation)",
+            "p (Bonferroni)",
+            "p (McNemar)",
+            "σ_d",
+            "MDD (power 0.8, α 0.05)",
+        ]
+        out += ["Paired comparisons:", "", *_table(header, rows)]
+    return out
+
+
+def _human(h: JSON, level: float) -> list[str]:
+    out = [f"## Clinician ranking ({h['column']}, rank 1 = best)", ""]
+    models = list(h["mean_rank"])
+    rows = [[m, *r] for m, r in zip(models, _ranking_rows(models, h), strict=True)]
+    out += _table(["model", "mean rank", "win rate", "win rate (non-tied)"], rows)
+    out += _h2h(h["head_to_head"], "Head-to-head, all items")
+    out += _h2h(h["head_to_head_non_tied"], "Head-to-head, non-tied items only")
+    rows = [
+        [
+            col,
+            _f(a["mean_tau_b"]),
+            _ci(a["ci"]),
+            _f(a["items"]),
+            _f(a["skipped_constant"]),
+            _f(a["skipped_incomplete"]),
+            _f(_mean_abs(a["win_rate_abs_error"])),
+        ]
+        for col, a in h["metric_agreement"].items()
+    ]
+    if rows:
+        header = [
+            "metric",
+            "mean Kendall tau-b",
+            f"{level:.0%} CI",
+            "items",
+            "skipped (constant)",
+            "skipped (incomplete)",
+            "mean |win-rate error|",
+        ]
+        out += ["Metric–clinician agreement (per-item Kendall tau-b, averaged):", "", *_table(header, rows)]
+    if h["metric_comparison"]:
+        rows = [
+            [z["metric"], z["other"], _f(z["n"]), _f(z["z"]), _f(z["pvalue"])] for z in h["metric_comparison"]
+        ]
+        out += [
+            "Fisher-Z comparison of metrics' agreement:",
+            "",
+            *_table(["metric", "vs", "n", "z", "p"], rows),
+        ]
+    pb = h.get("point_biserial_correct_vs_rank")
+    if pb:
+        out += [
+            f"Point-biserial correlation, correct vs rank: r = {_f(pb['r'])} (p = {_f(pb['pvalue'])}, "
+            f"n = {_f(pb['n'])})",
+            "",
+        ]
+    if "raters" in h:
+        out += _raters(h["raters"])
+    return out
+
+
+def _raters(r: JSON) -> list[str]:
+    out = [f"Raters: {r['raters']}."]
+    k = r.get("inter_rater_kendall")
+    if k:
+        out.append(
+            f"Inter-rater mean Kendall tau-b: {_f(k['mean_tau_b'])} {_ci(k['ci'])} over {k['items']} items."
+        )
+    out += [f"Krippendorff's alpha (ordinal): {_f(r.get('krippendorff_alpha_ordinal'))}.", ""]
+    return out
+
+
+def _mean_abs(errors: dict[str, float | None]) -> float | None:
+    vals = [abs(v) for v in errors.values() if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _judge(j: JSON) -> list[str]:
+    out = [f"## Judge scores vs clinician scores ({j['column']})", ""]
+    cols = {k: v for k, v in j.items() if k not in ("column", "raters")}
+    rows = [
+        [
+            col,
+            _f(v["responses"]),
+            _f((v["spearman"] or {}).get("r")),
+            _f((v["pearson"] or {}).get("r")),
+            _f(v["accuracy_2tuple"]),
+            _f(v["accuracy_triple"]),
+            _f(v["order_items"]),
+            _f(v["judge_missing"]),
+        ]
+        for col, v in cols.items()
+    ]
+    header = [
+        "judge",
+        "responses",
+        "Spearman",
+        "Pearson",
+        "Accuracy 2-tuple",
+        "Accuracy triple",
+        "items",
+        "judge missing",
+    ]
+    out += _table(header, rows)
+    for col, v in cols.items():
+        rows = [
+            [
+                f"{w['model']} vs {w['opponent']}",
+                _f(w["human"]["win"]),
+                _f(w["human"]["tie"]),
+                _f(w["judge"]["win"]),
+                _f(w["judge"]["tie"]),
+            ]
+            for w in v["win_tie"]
+        ]
+        out += [
+            f"Win/tie rates, clinicians vs {col}:",
+            "",
+            *_table(["pair", "clinician win", "clinician tie", "judge win", "judge tie"], rows),
+        ]
+    if "raters" in j:
+        out += _raters(j["raters"])
+    return out
+
+
+def _subgroups(s: JSON) -> list[str]:
+    out = ["## Correctness by subgroup (chi-square, Bonferroni over attributes)", ""]
+    rows = [
+        [
+            model,
+            t["attribute"],
+            _f(len(t["groups"])),
+            _f(t["chi2"]),
+            _f(t["dof"]),
+            _f(t["pvalue"]),
+            _f(t["pvalue_bonferroni"]),
+            _f(t["min_expected"], 1),
+        ]
+        for model, tests in s.items()
+        for t in tests
+    ]
+    return out + _table(
+        ["model", "attribute", "groups", "χ²", "dof", "p", "p (Bonferroni)", "min expected"], rows
+    )
+
+
+def _runs(runs: JSON) -> list[str]:
+    out = ["## Repeated runs", ""]
+    for col, r in runs.items():
+        rows = [
+            [
+                m,
+                _f(p["runs"]),
+                _f(p["mean"]),
+                _f(p["sd"]),
+                _f(r["gold_ranks"].get(m)),
+                _f(r["rank_instability_per_model"].get(m)),
+            ]
+            for m, p in r["per_model"].items()
+        ]
+        out += [
+            f"{col}: rank instability Σ|rank − mode rank| = {_f(r['rank_instability'])}",
+            "",
+            *_table(["model", "runs", "mean over runs", "SD over runs", "mode rank", "instability"], rows),
+        ]
+    return out
+
+
+def render_markdown(result: JSON) -> str:
+    """The whole analysis as a Markdown document."""
+    o = result["options"]
+    level = float(o["level"])
+    lines = [
+        f"# Analysis of {result['table']}",
+        "",
+        f"{result['rows']:,} rows, {result['items']:,} items, {len(result['models'])} models. "
+        f"Bootstrap: {o['resamples']:,} resamples, seed {o['seed']}"
+        + (f", clustered by {o['cluster']}" if o["cluster"] else "")
+        + ".",
+        "",
+    ]
+    for col, s in result["scores"].items():
+        lines += _score(col, s, level)
+    if "human" in result:
+        lines += _human(result["human"], level)
+    if "judge_vs_human" in result:
+        lines += _judge(result["judge_vs_human"])
+    if "subgroups" in result:
+        lines += _subgroups(result["subgroups"])
+    if "runs" in result:
+        lines += _runs(result["runs"])
+    if result["undefined"]:
+        lines += ["## Undefined statistics", "", *(f"- {u}" for u in result["undefined"]), ""]
+    return "\n".join(lines)
