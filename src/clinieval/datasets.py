@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,23 @@ def read_json(path: Path) -> Any:
         raise UserError(f"{path}: file not found") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+
+
+def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(file:line, object)`` for each non-blank line of a JSON Lines file; a line that is not a
+    JSON object is one UserError naming it."""
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UserError(f"{where}: not valid JSON ({e.msg})") from None
+            if not isinstance(item, dict):
+                raise UserError(f"{where}: expected a JSON object per line")
+            yield where, item
 
 
 def require(item: dict[str, Any], fld: str, where: str, kind: type | tuple[type, ...]) -> Any:

@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from itertools import combinations
 from typing import Any, TypeVar
 
@@ -69,6 +69,21 @@ class _Context:
     options: AnalyzeOptions
     primary: list[Row]
     undefined: list[str] = field(default_factory=list)
+
+    @cached_property
+    def clusters(self) -> dict[str, str] | None:
+        """Item → cluster label (from the item's first row), worked out once for every score
+        column; None without ``--cluster``."""
+        t, o = self.table, self.options
+        if o.cluster is None:
+            return None
+        out: dict[str, str] = {}
+        for row in self.primary:
+            label = t.text(row, o.cluster)
+            if label is None:
+                raise UserError(f"{row.where}: column {o.cluster!r} (the cluster) is empty")
+            out.setdefault(str(t.text(row, o.item)), label)
+        return out
 
     def guard(self, what: str, compute: Callable[[], T]) -> T | None:
         """Run one statistic; an undefined one is recorded with its reason and gives None."""
@@ -207,23 +222,9 @@ def _column_values(table: ScoreTable, j: int) -> tuple[list[str], np.ndarray[Any
     return [i for i, p in zip(table.items, present, strict=True) if p], table.values[present, j]
 
 
-def _clusters(ctx: _Context) -> dict[str, str]:
-    """Item → cluster label (from the item's first row)."""
-    o = ctx.options
-    assert o.cluster is not None
-    out: dict[str, str] = {}
-    for row in ctx.primary:
-        item = str(ctx.table.text(row, o.item))
-        label = ctx.table.text(row, o.cluster)
-        if label is None:
-            raise UserError(f"{row.where}: column {o.cluster!r} (the cluster) is empty")
-        out.setdefault(item, label)
-    return out
-
-
 def _model_stats(ctx: _Context, column: str, table: ScoreTable) -> JSON:
     o = ctx.options
-    clusters = _clusters(ctx) if o.cluster else None
+    clusters = ctx.clusters
     out: JSON = {}
     for j, model in enumerate(table.models):
         items, values = _column_values(table, j)
@@ -415,8 +416,7 @@ def _rater_section(ctx: _Context, column: str) -> JSON:
 def _cell(table: ScoreTable, item: str, model: str) -> float | None:
     if not table.has_item(item) or model not in table.models:
         return None
-    v = table.values[table.items.index(item), table.models.index(model)]
-    return None if math.isnan(v) else float(v)
+    return table.row(item)[table.models.index(model)]  # row() looks the item up in the table's index
 
 
 # --- judge vs clinician scores (AutoMedEval) ------------------------------------------------------

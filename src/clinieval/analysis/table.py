@@ -9,12 +9,12 @@ that is not a number.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 
 _TRUE = frozenset({"true", "yes", "correct"})
@@ -132,15 +132,5 @@ def _check_header(path: Path, names: Sequence[str]) -> None:
 
 
 def _json_lines(path: Path) -> Iterator[Row]:
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{where}: not valid JSON ({e.msg})") from None
-            if not isinstance(item, dict):
-                raise UserError(f"{where}: expected a JSON object per line")
-            yield Row(where, {str(k): v for k, v in item.items()})
+    for where, item in json_objects(path):
+        yield Row(where, {str(k): v for k, v in item.items()})

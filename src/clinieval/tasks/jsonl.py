@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from clinieval.datasets import require
+from clinieval.datasets import json_objects, require
 from clinieval.errors import UserError
 from clinieval.scoring.scorers import ExactMatch, Scorer
 from clinieval.task import PromptTemplate, Task
@@ -20,33 +19,23 @@ def load_jsonl(path: Path) -> list[Sample]:
         raise UserError(f"{path}: file not found")
     samples: list[Sample] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{where}: not valid JSON ({e.msg})") from None
-            if not isinstance(item, dict):
-                raise UserError(f"{where}: expected a JSON object")
-            sid = str(require(item, "id", where, (str, int)))
-            if sid in seen:
-                raise UserError(f"{where}: duplicate id {sid!r}")
-            seen.add(sid)
-            target = item.get("target")
-            samples.append(
-                Sample(
-                    id=sid,
-                    input=require(item, "input", where, str),
-                    context=str(item.get("context", "")),
-                    choices=tuple(str(c) for c in item.get("choices", ())),
-                    target=None if target is None else str(target),
-                    targets=tuple(str(t) for t in item.get("targets", ())),
-                    metadata=dict(item.get("metadata", {})),
-                )
+    for where, item in json_objects(path):
+        sid = str(require(item, "id", where, (str, int)))
+        if sid in seen:
+            raise UserError(f"{where}: duplicate id {sid!r}")
+        seen.add(sid)
+        target = item.get("target")
+        samples.append(
+            Sample(
+                id=sid,
+                input=require(item, "input", where, str),
+                context=str(item.get("context", "")),
+                choices=tuple(str(c) for c in item.get("choices", ())),
+                target=None if target is None else str(target),
+                targets=tuple(str(t) for t in item.get("targets", ())),
+                metadata=dict(item.get("metadata", {})),
             )
+        )
     if not samples:
         raise UserError(f"{path}: no samples")
     return samples
