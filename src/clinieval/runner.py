@@ -19,8 +19,8 @@ from clinieval.cache import RequestCache, request_key
 from clinieval.models.base import Model
 from clinieval.records import SampleRecord
 from clinieval.runs import RunDir, append_record
-from clinieval.task import Task
-from clinieval.types import JSON, ErrorKind, LoglikOutput, ModelOutput, Sample
+from clinieval.task import MultiStepPolicy, Task
+from clinieval.types import JSON, ErrorKind, LoglikOutput, Message, ModelOutput, Sample
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +61,13 @@ class _Cached:
             self.cache.put(key, kind, value)
         return value
 
-    async def generate(self, task: Task, record: SampleRecord) -> ModelOutput:
-        messages = record.messages
+    async def generate(self, task: Task, messages: list[Message], repeat: int) -> ModelOutput:
         prompt = [{"role": m.role, "content": m.content} for m in messages]
 
         async def call() -> JSON:
             return (await self.model.generate(messages, task.generation)).to_dict()
 
-        value = await self._through("generate", task.generation.to_dict(), prompt, record.repeat, call)
+        value = await self._through("generate", task.generation.to_dict(), prompt, repeat, call)
         return ModelOutput.from_dict(value)
 
     async def loglikelihood(self, record: SampleRecord) -> LoglikOutput:
@@ -83,7 +82,12 @@ class _Cached:
 
 
 async def _evaluate(task: Task, calls: _Cached, sample: Sample, repeat: int) -> SampleRecord:
-    context, info = await task.context_policy.fit(sample, calls.model)
+    policy = task.context_policy
+    if isinstance(policy, MultiStepPolicy) and task.needs_generation:
+        record = await _refine(task, policy, calls, sample, repeat)
+        record.scores = {s.name: s.score(record) for s in task.scorers}
+        return record
+    context, info = await policy.fit(sample, calls.model)
     record = SampleRecord(
         sample=sample, repeat=repeat, messages=task.prompt.messages(sample, context), context_info=info
     )
@@ -104,9 +108,60 @@ async def _evaluate(task: Task, calls: _Cached, sample: Sample, repeat: int) -> 
 
 async def _ask(task: Task, calls: _Cached, record: SampleRecord) -> None:
     if task.needs_generation:
-        record.output = await calls.generate(task, record)
+        record.output = await calls.generate(task, record.messages, record.repeat)
     if task.needs_loglikelihood and record.sample.choices:
         record.loglik = await calls.loglikelihood(record)
+
+
+async def _refine(
+    task: Task, policy: MultiStepPolicy, calls: _Cached, sample: Sample, repeat: int
+) -> SampleRecord:
+    """Multi-step refinement: one call per piece in order, each given the answer so far.
+
+    A failed step keeps the previous answer and the next piece is still read; the record's output
+    is the last successful answer (token counts and latency summed over every step), or the last
+    failure when no step succeeded. ``context_info["steps"]`` lists every step's outcome.
+    """
+    pieces, info = await policy.plan(sample, calls.model)
+    answer: ModelOutput | None = None
+    failure: ModelOutput | None = None
+    steps: list[JSON] = []
+    shown: list[Message] = []
+    totals = {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
+    for i, piece in enumerate(pieces):
+        messages = policy.step_messages(sample, piece, i, len(pieces), answer.text if answer else None)
+        out = await calls.generate(task, messages, repeat)
+        totals["prompt_tokens"] += out.prompt_tokens or 0
+        totals["completion_tokens"] += out.completion_tokens or 0
+        totals["latency_s"] += out.latency_s
+        steps.append(_step_json(i, messages, out, kept_previous=not out.ok and answer is not None))
+        if out.ok:
+            answer, shown = out, messages
+        else:
+            failure = out
+            shown = shown or messages
+    info["steps"] = steps
+    info["model_calls"] = len(steps)
+    info["failed_steps"] = [s["index"] for s in steps if s["error_kind"] is not None]
+    final = answer if answer is not None else failure
+    assert final is not None  # a plan always has at least one piece
+    final.prompt_tokens = int(totals["prompt_tokens"])
+    final.completion_tokens = int(totals["completion_tokens"])
+    final.latency_s = float(totals["latency_s"])
+    log.debug("sample %s repeat %d refined over %d pieces", sample.id, repeat, len(pieces))
+    return SampleRecord(sample=sample, repeat=repeat, messages=shown, context_info=info, output=final)
+
+
+def _step_json(index: int, messages: list[Message], out: ModelOutput, *, kept_previous: bool) -> JSON:
+    return {
+        "index": index,
+        "prompt_chars": sum(len(m.content) for m in messages),
+        "prompt_tokens": out.prompt_tokens,
+        "completion_tokens": out.completion_tokens,
+        "error_kind": None if out.error_kind is None else out.error_kind.value,
+        "error_message": out.error_message,
+        "kept_previous_answer": kept_previous,
+    }
 
 
 def pending_items(

@@ -6,7 +6,7 @@ import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from clinieval.errors import UserError
 from clinieval.models.base import Model
@@ -55,6 +55,26 @@ class ContextPolicy(Protocol):
 
     async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
         """Return the context to use and a description of what was kept or cut."""
+        ...
+
+
+@runtime_checkable
+class MultiStepPolicy(ContextPolicy, Protocol):
+    """A policy that shows the model the record in several calls (multi-step refinement).
+
+    The runner asks :meth:`plan` for the pieces, then calls the model once per piece in order
+    with :meth:`step_messages`, passing the latest answer so far (None before any call
+    succeeded); a failed call keeps the previous answer.
+    """
+
+    async def plan(self, sample: Sample, model: Model) -> tuple[list[str], JSON]:
+        """The record's pieces in order, and a description of how it was cut."""
+        ...
+
+    def step_messages(
+        self, sample: Sample, piece: str, index: int, total: int, previous: str | None
+    ) -> list[Message]:
+        """The conversation for step ``index`` (from 0) of ``total``."""
         ...
 
 

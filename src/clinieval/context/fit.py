@@ -190,13 +190,13 @@ def drop_if_over(text: str, tok: Tokenizer, budget: int) -> tuple[str, JSON]:
 
 
 # Visit boundaries of both MedAlign dialects, at the start of their line.
-_VISIT = re.compile(r"^[ \t]*<(?:visit|encounter)\b", re.MULTILINE)
+VISIT_LINE = re.compile(r"^[ \t]*<(?:visit|encounter)\b", re.MULTILINE)
 CutKind = Literal["visit", "event", "mid", "end"]
 
 
 def _last_visit(text: str, lo: int, hi: int) -> int | None:
     last = None
-    for m in _VISIT.finditer(text, lo, min(len(text), hi + 64)):
+    for m in VISIT_LINE.finditer(text, lo, min(len(text), hi + 64)):
         if lo < m.start() <= hi:
             last = m.start()
     return last
@@ -340,7 +340,7 @@ class _BudgetPolicy:
         )
 
 
-def _fit_verified(
+def fit_verified(
     fitter: Fitter,
     template: PromptTemplate,
     sample: Sample,
@@ -373,20 +373,26 @@ def _fit_verified(
 
 
 @dataclass(frozen=True, slots=True)
-class _FitterPolicy(_BudgetPolicy):
+class FitterPolicy(_BudgetPolicy):
+    """A budget policy that fits the record with one :data:`Fitter`, verified on the whole prompt."""
+
     def _fitter(self) -> Fitter:
         raise NotImplementedError
+
+    def _fitter_for(self, sample: Sample) -> Fitter:
+        """The fitter for one sample (a policy that reads the instruction overrides this)."""
+        return self._fitter()
 
     async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
         def work() -> tuple[str, JSON]:
             tok, budget = self.budget(sample, model)
-            return _fit_verified(self._fitter(), self.template, sample, tok, budget, model.render)
+            return fit_verified(self._fitter_for(sample), self.template, sample, tok, budget, model.render)
 
         return await asyncio.to_thread(work)
 
 
 @dataclass(frozen=True, slots=True)
-class KeepRecentPolicy(_FitterPolicy):
+class KeepRecentPolicy(FitterPolicy):
     """MedAlign's default: drop the oldest tokens, keep the end of the record."""
 
     @property
@@ -398,7 +404,7 @@ class KeepRecentPolicy(_FitterPolicy):
 
 
 @dataclass(frozen=True, slots=True)
-class KeepOldestPolicy(_FitterPolicy):
+class KeepOldestPolicy(FitterPolicy):
     """Keep the beginning of the record."""
 
     @property
@@ -410,7 +416,7 @@ class KeepOldestPolicy(_FitterPolicy):
 
 
 @dataclass(frozen=True, slots=True)
-class DropPolicy(_FitterPolicy):
+class DropPolicy(FitterPolicy):
     """Keep the record whole or drop the sample: ``info["dropped"]`` is True and the context empty."""
 
     @property
