@@ -127,7 +127,7 @@ def _format_birth(t: datetime) -> str:
 _CODE_RE = re.compile(r"^\[(?P<vocab>[^/\]]*)/(?P<code>[^\]]*)\](?: (?P<rest>.*))?$", re.DOTALL)
 _VALUE_RE = re.compile(
     r"^(?P<name>.*\S) (?P<value>[<>]?=?[-+]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?: (?P<unit>[^\s\d]\S{0,15}(?: [^\s\d]\S{0,15})?))?$",
+    r"(?: (?P<unit>(?:[^\s\d]|\d+[*^])\S{0,15}(?: [^\s\d]\S{0,15})?))?$",
     re.DOTALL,
 )
 

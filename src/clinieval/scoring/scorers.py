@@ -155,7 +155,24 @@ class ExactMatch:
         return Score(value=1.0 if hit else 0.0, answer=out.text.strip())
 
 
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """1 when the model gave a non-empty answer: the only reference-free check of a free-text task
+    (its quality is scored afterwards by text metrics and judges over the saved run)."""
+
+    name: str = "answered"
+    needs: Needs = "generate"
+    needs_choices: bool = False
+
+    def score(self, record: SampleRecord) -> Score:
+        out = _generated(record, self.name)
+        if not out.ok:
+            return _failed(out.error_kind, out.error_message)
+        return Score(value=1.0 if out.text.strip() else 0.0, metadata={"chars": len(out.text)})
+
+
 BUILTIN_SCORERS: tuple[Scorer, ...] = (
+    Answered(),
     ChoiceExtraction(),
     ChoiceLoglik(),
     ChoiceLoglik(name="choice_loglik_norm", normalize=True),
@@ -164,8 +181,11 @@ BUILTIN_SCORERS: tuple[Scorer, ...] = (
 
 
 def scorer_by_name(name: str) -> Scorer:
-    for scorer in BUILTIN_SCORERS:
+    from clinieval.scoring.keyfacts import KEYFACTS_SCORERS  # keyfacts imports this module
+
+    every: tuple[Scorer, ...] = (*BUILTIN_SCORERS, *KEYFACTS_SCORERS)
+    for scorer in every:
         if scorer.name == name:
             return scorer
-    known = ", ".join(s.name for s in BUILTIN_SCORERS)
+    known = ", ".join(s.name for s in every)
     raise UserError(f"unknown scorer {name!r}; known: {known}")

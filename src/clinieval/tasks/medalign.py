@@ -12,12 +12,13 @@ file in neither dialect — is one error naming it, before any model call.
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.task import PromptTemplate
+from clinieval.task import ContextPolicy, PromptTemplate
 from clinieval.types import Sample
 
 MEDALIGN_PROMPT = PromptTemplate(
@@ -36,7 +37,14 @@ RELEASE_COLUMNS = (
     "annotator_num",
 )
 GENERIC_COLUMNS = ("instruction_id", "question")
-_METADATA = ("submitter_specialty", "human_assigned_subcategory_1", "category", "subcategory", "evidence")
+_METADATA = (
+    "submitter_specialty",
+    "human_assigned_subcategory_1",
+    "category",
+    "subcategory",
+    "evidence",
+    "kind",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +85,26 @@ def _ehr_text(ehr_dir: Path, filename: str, where: str, cache: dict[str, str]) -
     return cache[filename]
 
 
+def _answer_keys(row: _Row) -> list[str] | None:
+    """The optional ``answer_keys`` cell: a JSON list of strings a correct answer must contain."""
+    cell = row.get("answer_keys")
+    if not cell:
+        return None
+    try:
+        keys = json.loads(cell)
+    except json.JSONDecodeError:
+        keys = None
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k.strip() for k in keys):
+        raise UserError(f'{row.where}: answer_keys must be a JSON list of non-empty strings, e.g. ["7.2"]')
+    return keys
+
+
 def _sample(row: _Row, ehr: str, gold: str | None, extra: Mapping[str, str]) -> Sample:
-    metadata = {k: row.get(k) for k in _METADATA if row.get(k)}
+    metadata: dict[str, object] = {k: row.get(k) for k in _METADATA if row.get(k)}
     metadata.update(extra)
+    keys = _answer_keys(row)
+    if keys is not None:
+        metadata["answer_keys"] = keys
     return Sample(
         id=row.get("instruction_id"), input=row.get("question"), context=ehr, target=gold, metadata=metadata
     )
@@ -152,3 +177,59 @@ def load_generic(instructions: Path, ehr_dir: Path) -> list[Sample]:
     if not samples:
         raise UserError(f"{instructions}: no instructions")
     return samples
+
+
+# --- context strategies ---------------------------------------------------------------------
+
+STRATEGIES = ("keep-recent", "refine", "retrieval", "whole")
+"""The context strategies a MedAlign run can use, recorded per run and per sample."""
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyOptions:
+    """How the record is fitted: the budget tokenizer (None: the model's own), the context length
+    (None: the model's), tokens reserved for generation, and the longest answer carried between
+    refinement steps."""
+
+    tokenizer: str | None = None
+    max_context: int | None = None
+    reserve: int = 256
+    answer_tokens: int = 256
+
+
+def context_policy(
+    strategy: str, options: StrategyOptions, template: PromptTemplate = MEDALIGN_PROMPT
+) -> ContextPolicy:
+    """The policy for ``strategy`` (one of :data:`STRATEGIES`).
+
+    ``whole`` keeps a record that fits and otherwise records the sample as a context_length
+    failure without calling the model (counted, never dropped silently).
+    """
+    from clinieval.context.fit import ChunkPolicy, DropPolicy, KeepRecentPolicy
+    from clinieval.context.refine import RefinePolicy
+    from clinieval.context.retrieve import RetrievalPolicy
+
+    tok, ctx, reserve = options.tokenizer, options.max_context, options.reserve
+    if strategy == "keep-recent":
+        return KeepRecentPolicy(template, tok, ctx, reserve)
+    if strategy == "retrieval":
+        return RetrievalPolicy(template, tok, ctx, reserve)
+    if strategy == "whole":
+        return DropPolicy(template, tok, ctx, reserve)
+    if strategy == "refine":
+        return RefinePolicy(ChunkPolicy(template, tok, ctx, reserve), answer_tokens=options.answer_tokens)
+    raise UserError(f"unknown context strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+
+
+def evidence_snippets(sample: Sample, k: int = 5, size: int = 200) -> list[str]:
+    """The ``k`` passages of ``size`` words of the sample's EHR that best match its instruction
+    (BM25Okapi), in record order: the "source" MedAlign gave source-augmented metrics, whose
+    models read far less than a whole record, and the evidence a judge is shown."""
+    from clinieval.ehr.retrieval import BM25Index, Document, snippets
+
+    parts = snippets(sample.context, size) if sample.context.strip() else []
+    if not parts:
+        return []
+    index = BM25Index.build((Document(str(i), p) for i, p in enumerate(parts)), keep_text=False)
+    best = sorted(int(doc_id) for doc_id, _ in index.search(sample.input, k))
+    return [parts[i] for i in best]
