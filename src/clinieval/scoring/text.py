@@ -222,7 +222,7 @@ def _stemmer() -> _CachedStemmer:
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
-class _RougeTokenizer:
+class RougeTokenizer:
     """rouge-score's own tokenizer function, given the cached stemmer (same tokens, faster)."""
 
     def __init__(self, use_stemmer: bool) -> None:
@@ -290,7 +290,7 @@ class Rouge(_Metric):
 
     def compute(self, predictions: Sequence[str], references: References) -> dict[str, MetricResult]:
         preds, refs = prepare_inputs(self.name, predictions, references)
-        tok = _RougeTokenizer(self.use_stemmer)
+        tok = RougeTokenizer(self.use_stemmer)
         scorer = _rouge_fallback(self.use_stemmer, tok) if "rougeLsum" in self.types else None
         per_type: dict[str, list[float]] = {t: [] for t in self.types}
         for pred, item_refs in zip(preds, refs, strict=True):
@@ -344,7 +344,7 @@ class Rouge(_Metric):
         }
 
 
-def _rouge_fallback(use_stemmer: bool, tok: _RougeTokenizer) -> Any:
+def _rouge_fallback(use_stemmer: bool, tok: RougeTokenizer) -> Any:
     """rouge-score's own scorer, for ROUGE-Lsum on multi-line text (the union-LCS path)."""
     from rouge_score.rouge_scorer import RougeScorer
 

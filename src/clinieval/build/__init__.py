@@ -1,0 +1,1 @@
+"""Dataset construction: turning raw instructions and a patient cohort into a benchmark."""
