@@ -28,7 +28,8 @@ def _visit(day: int, lines: list[str]) -> str:
     body = "".join(
         f'<measurement start="03/{day:02d}/2020 09:00 AM">\n<code>{x}</code>\n</measurement>\n' for x in lines
     )
-    return f'<visit type="Office Visit" start="03/{day:02d}/2020 09:00">\n<day start="03/{day:02d}/2020 09:00">\n{body}</day>\n</visit>\n'
+    when = f"03/{day:02d}/2020 09:00"
+    return f'<visit type="Office Visit" start="{when}">\n<day start="{when}">\n{body}</day>\n</visit>\n'
 
 
 def _record() -> str:

@@ -305,7 +305,9 @@ def test_distinctive_instruction_retrieves_its_patient_first(cohort: tuple[Path,
         assert not {e for e, _ in m.bm25} & set(m.random)  # the "rest" pool excludes BM25's
         assert sorted(m.shown) == sorted({e for e, _ in m.bm25} | set(m.random))
     # seeded per instruction: the same draw again, and whatever the other instructions are
-    again = match_instructions(instructions_for(distinctive)[::-1], index, k=5, seed=1, random_pool="rest")[::-1]
+    again = match_instructions(instructions_for(distinctive)[::-1], index, k=5, seed=1, random_pool="rest")[
+        ::-1
+    ]
     assert [(m.random, m.shown) for m in again] == [(m.random, m.shown) for m in matches]
     other = match_instructions(instructions_for(distinctive), index, k=5, seed=2, random_pool="rest")
     assert [m.random for m in other] != [m.random for m in matches]
