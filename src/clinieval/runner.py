@@ -39,7 +39,7 @@ class RunStats:
         return self.finished / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-class _Cached:
+class CachedCalls:
     """Model calls through the request cache."""
 
     def __init__(self, model: Model, cache: RequestCache) -> None:
@@ -47,7 +47,7 @@ class _Cached:
         self.cache = cache
         self.requests = 0
 
-    async def _through(
+    async def through(
         self, kind: str, settings: JSON, prompt: Any, repeat: int, call: Callable[[], Awaitable[JSON]]
     ) -> JSON:
         key = request_key(kind, self.model.identity, settings, prompt, repeat)
@@ -67,7 +67,7 @@ class _Cached:
         async def call() -> JSON:
             return (await self.model.generate(messages, task.generation)).to_dict()
 
-        value = await self._through("generate", task.generation.to_dict(), prompt, repeat, call)
+        value = await self.through("generate", task.generation.to_dict(), prompt, repeat, call)
         return ModelOutput.from_dict(value)
 
     async def loglikelihood(self, record: SampleRecord) -> LoglikOutput:
@@ -77,11 +77,11 @@ class _Cached:
         async def call() -> JSON:
             return (await self.model.loglikelihood(prompt, choices)).to_dict()
 
-        value = await self._through("loglikelihood", {"choices": choices}, prompt, record.repeat, call)
+        value = await self.through("loglikelihood", {"choices": choices}, prompt, record.repeat, call)
         return LoglikOutput.from_dict(value)
 
 
-async def _evaluate(task: Task, calls: _Cached, sample: Sample, repeat: int) -> SampleRecord:
+async def _evaluate(task: Task, calls: CachedCalls, sample: Sample, repeat: int) -> SampleRecord:
     policy = task.context_policy
     if isinstance(policy, MultiStepPolicy) and task.needs_generation:
         record = await _refine(task, policy, calls, sample, repeat)
@@ -106,7 +106,7 @@ async def _evaluate(task: Task, calls: _Cached, sample: Sample, repeat: int) -> 
     return record
 
 
-async def _ask(task: Task, calls: _Cached, record: SampleRecord) -> None:
+async def _ask(task: Task, calls: CachedCalls, record: SampleRecord) -> None:
     if task.needs_generation:
         record.output = await calls.generate(task, record.messages, record.repeat)
     if task.needs_loglikelihood and record.sample.choices:
@@ -114,7 +114,7 @@ async def _ask(task: Task, calls: _Cached, record: SampleRecord) -> None:
 
 
 async def _refine(
-    task: Task, policy: MultiStepPolicy, calls: _Cached, sample: Sample, repeat: int
+    task: Task, policy: MultiStepPolicy, calls: CachedCalls, sample: Sample, repeat: int
 ) -> SampleRecord:
     """Multi-step refinement: one call per piece in order, each given the answer so far.
 
@@ -185,14 +185,14 @@ async def execute(
     todo = pending_items(samples, repeats, done)
     total = len(samples) * repeats
     cache = run.cache()
-    calls = _Cached(model, cache)
+    calls = CachedCalls(model, cache)
     start = time.perf_counter()
     finished = 0
     queue: asyncio.Queue[tuple[Sample, int]] = asyncio.Queue()
     for item in todo:
         queue.put_nowait(item)
     n_workers = max(1, min(concurrency or model.max_concurrency, len(todo) or 1))
-    bar = _Progress(progress, total, len(done), model.name)
+    bar = ProgressBar(progress, total, len(done), model.name)
 
     async def worker(out: IO[str]) -> None:
         nonlocal finished
@@ -221,7 +221,7 @@ async def execute(
     )
 
 
-class _Progress:
+class ProgressBar:
     """A rich progress bar with throughput and ETA on stderr (or nothing when disabled)."""
 
     def __init__(self, enabled: bool, total: int, done: int, label: str) -> None:
@@ -262,7 +262,7 @@ class _Progress:
         rate = self._new / max(1e-9, time.perf_counter() - self._start)
         self._bar.update(self._task, advance=1, rate=f"{rate:.2f} items/s")
 
-    def __enter__(self) -> _Progress:
+    def __enter__(self) -> ProgressBar:
         if self._bar is not None:
             self._bar.start()
         return self

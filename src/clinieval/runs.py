@@ -5,7 +5,8 @@ Layout::
     RUN/manifest.json    what was run (task, model, settings, versions, data hashes, status)
     RUN/samples.jsonl    one SampleRecord per finished (sample, repeat), appended as they finish
     RUN/cache.sqlite     every answered model request (see clinieval.cache)
-    RUN/scores/NAME.jsonl  re-scoring output of `clinieval score`
+    RUN/scores/NAME.jsonl  re-scoring output of `clinieval score`, text metrics and judges
+    RUN/scores/NAME.summary.json  a judge's call, token and failure accounting
 
 A run is resumed by running the same command again: finished records are skipped and any
 request answered before a crash comes from the cache.
