@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF
 DEMO_LIMIT ?= 40
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install demo demo-medalign test lint typecheck bench clean
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 demo: install
 	$(BIN)/clinieval run pubmedqa --model llamacpp:smollm2-135m-instruct --shuffle 0 --limit $(DEMO_LIMIT) --out runs/demo-pubmedqa
+
+# MedAlign without restricted data: synthetic set, both embedded models x two context strategies, report.
+demo-medalign: install
+	$(BIN)/clinieval medalign demo --out runs/medalign-demo
 
 test: install
 	$(BIN)/ruff check src tests bench

@@ -28,8 +28,10 @@ app = typer.Typer(
 
 def _add_subcommands() -> None:
     from clinieval.ehr.cli import app as ehr_app
+    from clinieval.tasks.medalign_cli import app as medalign_app
 
     app.add_typer(ehr_app, name="ehr")
+    app.add_typer(medalign_app, name="medalign")
 
 
 _add_subcommands()

@@ -1,0 +1,174 @@
+"""The MedAlign demo without restricted data, as a library function the CLI and tests share.
+
+Steps, each resumable because each writes where the next run finds it:
+
+1. a synthetic MedAlign-shaped set (:mod:`clinieval.tasks.medalign_synth`) under ``OUT/data``,
+   reused when it is already there;
+2. every model x strategy arm over it (``OUT/arms/<model>-<strategy>``), text metrics included;
+3. optionally a judge over every arm;
+4. the analysis with key-fact recall as a *computed reference* (there are no clinicians here),
+   written to ``OUT/report``;
+5. optionally the first arm's model answering some of the 62 public MedAlign instructions over
+   the public sample EHR (``OUT/public``): there is no gold for them, so they are for reading.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_text
+
+if TYPE_CHECKING:
+    from clinieval.tasks.medalign_run import ArmSettings
+    from clinieval.types import Sample
+
+
+@dataclass(frozen=True, slots=True)
+class DemoPlan:
+    out: Path
+    patients: int = 6
+    per_patient: int = 2
+    models: tuple[str, ...] = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
+    strategies: tuple[str, ...] = ("keep-recent", "refine")
+    n_ctx: int = 2048
+    max_tokens: int = 96
+    public: int = 4
+    judge: str | None = None
+    judge_repeats: int = 2
+    progress: bool = True
+    public_data: Path | None = None  # the public MedAlign sample folder (default: shared/data/medalign)
+
+
+def _slug(spec: str) -> str:
+    return spec.split(":", 1)[-1].rsplit("/", 1)[-1].replace(".gguf", "")
+
+
+def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> ArmSettings:
+    import dataclasses
+
+    from clinieval.models.spec import BackendOptions
+    from clinieval.tasks.medalign import StrategyOptions
+    from clinieval.tasks.medalign_run import GENERATION, ArmSettings
+
+    return ArmSettings(
+        strategy=StrategyOptions(answer_tokens=plan.max_tokens),
+        generation=dataclasses.replace(GENERATION, max_tokens=plan.max_tokens),
+        metrics=metrics,
+        backend=BackendOptions(n_ctx=plan.n_ctx),
+        progress=plan.progress,
+    )
+
+
+async def run_demo(plan: DemoPlan) -> list[str]:
+    """Run every step; return the lines to print."""
+    from clinieval.tasks.medalign_synth import build_synthetic_set
+
+    data = plan.out / "data"
+    if (data / "instructions.csv").is_file():
+        from clinieval.tasks.medalign import load_generic
+
+        samples = load_generic(data / "instructions.csv", data / "ehrs")
+    else:
+        built = build_synthetic_set(data, patients=plan.patients, per_patient=plan.per_patient)
+        samples = built.load()
+    lines = [f"synthetic set: {len(samples)} instructions over {plan.patients} patients in {data}"]
+    arms = await _run_arms(plan, samples, [data / "instructions.csv"], lines)
+    if plan.judge is not None:
+        await _judge(plan, arms, lines)
+    lines += _report(plan, arms)
+    if plan.public:
+        lines += await _public(plan)
+    lines.append(
+        "note: the embedded models are tiny; these numbers exercise the pipeline, not clinical ability"
+    )
+    return lines
+
+
+async def _run_arms(
+    plan: DemoPlan, samples: list[Sample], data_files: list[Path], lines: list[str]
+) -> list[Path]:
+    from clinieval.tasks.medalign_cli import DEFAULT_METRICS
+    from clinieval.tasks.medalign_run import run_arm
+
+    settings = _settings(plan, DEFAULT_METRICS)
+    arms: list[Path] = []
+    for spec in plan.models:
+        for strategy in plan.strategies:
+            path = plan.out / "arms" / f"{_slug(spec)}-{strategy}"
+            result = await run_arm(samples, spec, strategy, path, settings, data_files)
+            facts = next((s for s in result.run.summaries if s.scorer == "key_facts"), None)
+            score = "-" if facts is None or not facts.scored else f"{facts.mean:.3f}"
+            lines.append(f"arm {result.label}: key_facts {score}; {result.run.stats_line}")
+            arms.append(path)
+    return arms
+
+
+async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
+    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.runs import RunDir
+    from clinieval.scoring.judge import judge_run
+    from clinieval.tasks.medalign import evidence_snippets
+    from clinieval.tasks.medalign_rubric import MedAlignRubric
+
+    if plan.judge is None:
+        return
+    rubric = MedAlignRubric(snippets=lambda rec: evidence_snippets(rec.sample, 3))
+    for path in arms:
+        model = parse_model_spec(plan.judge, BackendOptions(n_ctx=plan.n_ctx))
+        result = await judge_run(
+            RunDir.open(path), model, rubric, repeats=plan.judge_repeats, progress=plan.progress
+        )
+        lines.append(f"judge {path.name}: {result.summary.scored}/{result.summary.items} scored")
+
+
+def _report(plan: DemoPlan, arms: list[Path]) -> list[str]:
+    from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
+    from clinieval.report.medalign import write_report
+    from clinieval.tasks import medalign_table as mt
+    from clinieval.tasks.medalign_cli import ANALYSIS_METRICS
+
+    read = [mt.arm_of(p) for p in arms]
+    table = mt.arms_table(read, mt.reference_judgements(read, "key_facts"), plan.out)
+    metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != "key_facts")
+    columns = MedAlignColumns(metrics=metrics, reference_label="computed reference (key_facts)")
+    result = medalign_analysis(table, columns)
+    written = write_report(result, plan.out / "report")
+    return ["report: " + ", ".join(str(p) for p in written)]
+
+
+def _public_csv(plan: DemoPlan) -> tuple[Path, Path]:
+    """A CSV pairing the first N public instructions with the public sample EHR (no gold)."""
+    from clinieval.datasets import find_dataset_dir
+
+    root = find_dataset_dir("medalign", plan.public_data)
+    source, ehr = root / "instructions-sample.csv", root / "sample-ehr-clean.xml"
+    if not source.is_file() or not ehr.is_file():
+        raise UserError(
+            f"{root}: the public MedAlign sample is missing (instructions-sample.csv, sample-ehr-clean.xml)"
+        )
+    with source.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))[: plan.public]
+    lines = ["instruction_id,question,filename,subcategory"]
+    for r in rows:
+        q = r["question"].replace('"', '""')
+        lines.append(f'{r["instruction_id"]},"{q}",{ehr.name},{r.get("human_assigned_subcategory_1", "")}')
+    path = plan.out / "public" / "instructions.csv"
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path, ehr.parent
+
+
+async def _public(plan: DemoPlan) -> list[str]:
+    from clinieval.tasks.medalign import load_generic
+    from clinieval.tasks.medalign_run import run_arm
+
+    csv_path, ehr_dir = _public_csv(plan)
+    samples = load_generic(csv_path, ehr_dir)
+    spec = plan.models[0]
+    result = await run_arm(
+        samples, spec, "keep-recent", plan.out / "public" / _slug(spec), _settings(plan, ())
+    )
+    return [f"public instructions ({len(samples)}, no gold; answers in {result.run.run_path}/samples.jsonl)"]
