@@ -159,3 +159,45 @@ def test_generic_instructions_over_xml_folder(release: Path, tmp_path: Path) -> 
     csv_path.write_text("instruction_id,question,person_id\na,q,nobody\n")
     with pytest.raises(UserError, match=r"mine.csv:2: EHR file .*nobody.xml not found"):
         load_generic(csv_path, release / "ehrs")
+
+
+REVIEWED = [
+    "instruction_id",
+    "person_id",
+    "model_name",
+    "model_response",
+    "model_rank",
+    "binary_correct",
+    "annotator",
+]
+
+
+def test_release_analysis_uses_the_clinicians_rankings(release: Path, tmp_path: Path) -> None:
+    """The paper's analysis of the release: clinician ranks/correctness, metrics against the gold."""
+    import json
+
+    from tests.conftest import run_cli
+
+    write_tsv(
+        release / "clinician-reviewed-model-responses.tsv",
+        [
+            ["1", "p1", "gpt-4", "An ischemic stroke.", "1", "1", "A"],
+            ["1", "p1", "vicuna", "No strokes.", "2", "0", "A"],
+            ["2", "p2", "gpt-4", "Hypertension since 2019.", "1", "1", "B"],
+            ["2", "p2", "vicuna", "", "2", "0", "B"],
+            ["3", "p2", "gpt-4", "not in the analysed set (no Annotator_1 gold)", "1", "1", "B"],
+        ],
+        header=REVIEWED,
+    )
+    out = tmp_path / "report"
+    done = run_cli("medalign", "analyze", "--release", str(release), "--metric", "rougeL", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "medalign.json").read_text())
+    assert result["reference_label"] == "clinician" and result["input"]["items"] == 2
+    per_model = result["views"]["all"]["per_model"]
+    assert per_model["gpt-4"]["correct_percent"] == 100.0 and per_model["vicuna"]["correct_percent"] == 0.0
+    assert per_model["gpt-4"]["mean_rank"] == 1.0 and per_model["vicuna"]["mean_rank"] == 2.0
+    assert result["columns"]["metrics"] == ["rougeL"]
+    (release / "clinician-reviewed-model-responses.tsv").write_text("instruction_id\tmodel_name\n1\tx\n")
+    broken = run_cli("medalign", "analyze", "--release", str(release), "--out", str(tmp_path / "r2"))
+    assert broken.returncode == 2 and "model_rank" in broken.stderr and not (tmp_path / "r2").exists()
