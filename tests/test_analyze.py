@@ -13,6 +13,7 @@ from scipy import stats
 from clinieval.analysis.analyze import AnalyzeOptions, analyze
 from clinieval.analysis.markdown import render_markdown
 from clinieval.analysis.table import read_table
+from clinieval.analysis.uncertainty import paired_permutation_test
 from clinieval.errors import UserError
 from tests.conftest import run_cli
 
@@ -230,3 +231,156 @@ def test_jsonl_input_and_bad_json(tmp_path: Path) -> None:
     bad.write_text('{"item": "i1", "model": "a", "s": 1}\n{oops\n')
     with pytest.raises(UserError, match=r"bad.jsonl:2: not valid JSON"):
         read_table(bad)
+
+
+# --- small and awkward tables ----------------------------------------------------------------------
+
+
+def test_one_model_gives_per_model_stats_and_undefined(tmp_path: Path) -> None:
+    rows = [r for r in medalign_like(12) if r["model"] == "a"]
+    path = write_csv(tmp_path / "one.csv", rows)
+    options = AnalyzeOptions(scores=("rouge",), human_rank="rank", correct="correct", groups=("sex",))
+    result = analyze(read_table(path), options)
+    assert result["models"] == ["a"]
+    rouge = result["scores"]["rouge"]
+    vals = [float(str(r["rouge"])) for r in rows]
+    assert rouge["per_model"]["a"]["mean"] == pytest.approx(np.mean(vals))
+    assert rouge["per_model"]["a"]["ci"] is not None
+    assert rouge["pairs"] == [] and rouge["head_to_head"] is None
+    assert rouge["win_rate"] == {"a": None}
+    assert any(u.startswith("rouge: ") and "at least 2 models" in u for u in result["undefined"])
+    # the clinician's mean rank as given is still there; its win rates are not
+    assert result["human"]["mean_rank"]["a"] == pytest.approx(np.mean([r["rank"] for r in rows]))
+    assert result["human"]["head_to_head"] is None
+    assert any("clinician ranking" in u and "at least 2 models" in u for u in result["undefined"])
+    json.dumps(result, allow_nan=False)
+    assert "## rouge" in render_markdown(result)
+
+
+def test_one_model_with_judge_scores_and_runs(tmp_path: Path) -> None:
+    rows = [
+        {"item": f"q{i}", "model": "a", "run": r, "judge": (i + r) % 5, "doctor": i % 5}
+        for i in range(6)
+        for r in range(2)
+    ]
+    path = write_csv(tmp_path / "one-judge.csv", rows)
+    options = AnalyzeOptions(scores=("judge",), human_score="doctor", run="run")
+    result = analyze(read_table(path), options)
+    assert result["judge_vs_human"]["judge"]["responses"] == 6
+    assert result["runs"]["judge"]["per_model"]["a"]["runs"] == 2
+    render_markdown(result)
+
+
+def test_point_biserial_with_too_few_pairs_is_undefined(tmp_path: Path) -> None:
+    rows = medalign_like(10)
+    for r in rows[2:]:  # only the first two responses keep their correctness
+        r["correct"] = ""
+    path = write_csv(tmp_path / "few.csv", rows)
+    options = AnalyzeOptions(scores=("rouge",), human_rank="rank", correct="correct")
+    result = analyze(read_table(path), options)
+    assert result["human"]["point_biserial_correct_vs_rank"] is None
+    assert any("point-biserial" in u and "found 2" in u for u in result["undefined"])
+
+
+def test_judge_correlations_with_too_few_responses_are_undefined(tmp_path: Path) -> None:
+    rows = [{"item": "q1", "model": m, "judge": k, "doctor": k} for k, m in enumerate(("a", "b"))]
+    path = write_csv(tmp_path / "two.csv", rows)
+    result = analyze(read_table(path), AnalyzeOptions(scores=("judge",), human_score="doctor"))
+    j = result["judge_vs_human"]["judge"]
+    assert j["spearman"] is None and j["pearson"] is None
+    assert any("spearman" in u and "found 2" in u for u in result["undefined"])
+
+
+def test_subgroups_skip_a_model_with_no_reviewed_response(tmp_path: Path) -> None:
+    rows = medalign_like(12)
+    for r in rows:
+        if r["model"] == "c":
+            r["correct"] = ""
+    path = write_csv(tmp_path / "unreviewed.csv", rows)
+    options = AnalyzeOptions(scores=("rouge",), correct="correct", groups=("sex",))
+    result = analyze(read_table(path), options)
+    assert result["subgroups"]["c"] == []
+    assert len(result["subgroups"]["a"]) == 1
+    assert any(u.startswith("chi-square c:") and "no response" in u for u in result["undefined"])
+
+
+def test_human_mean_rank_is_as_given_with_tie_averaged_beside_it(tmp_path: Path) -> None:
+    # clinician ranks 1, 2, 2 (a tie for second) on q1 and 1, 2, 3 on q2
+    ranks = {"q1": (1, 2, 2), "q2": (1, 2, 3)}
+    rows = [
+        {"item": q, "model": m, "rouge": 0.1 * k, "rank": ranks[q][k]}
+        for q in ranks
+        for k, m in enumerate(MODELS)
+    ]
+    path = write_csv(tmp_path / "ties.csv", rows)
+    result = analyze(read_table(path), AnalyzeOptions(scores=("rouge",), human_rank="rank"))
+    human = result["human"]
+    assert human["mean_rank"] == pytest.approx({"a": 1.0, "b": 2.0, "c": 2.5})
+    assert human["mean_rank_ties_averaged"] == pytest.approx({"a": 1.0, "b": 2.25, "c": 2.75})
+    md = render_markdown(result)
+    assert "mean rank (as given)" in md and "mean rank (ties averaged)" in md
+    assert "| a | 1.000 | 1.000 |" in md and "| c | 2.500 | 2.750 |" in md
+
+
+def test_permutation_p_uses_the_resamples_option(tmp_path: Path) -> None:
+    rows = medalign_like(30)
+    path = write_csv(tmp_path / "t.csv", rows)
+    result = analyze(read_table(path), AnalyzeOptions(scores=("rouge",), resamples=99, seed=3))
+    score = {(r["item"], r["model"]): float(str(r["rouge"])) for r in rows}
+    items = sorted({str(r["item"]) for r in rows}, key=lambda i: int(i[1:]))
+    b = [score[(i, "b")] for i in items]
+    c = [score[(i, "c")] for i in items]
+    expected = paired_permutation_test(b, c, resamples=99, seed=3)
+    pair = result["scores"]["rouge"]["pairs"][2]
+    assert (pair["model"], pair["opponent"]) == ("b", "c")
+    assert pair["pvalue"] == expected.pvalue
+    assert pair["pvalue"] * 100 == pytest.approx(round(pair["pvalue"] * 100))  # (1 + count) / (1 + 99)
+
+
+def _cells_per_row(line: str) -> int:
+    """Cells of a Markdown table row: pipes not escaped by a backslash, less the outer two."""
+    count, i = 0, 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        count += line[i] == "|"
+        i += 1
+    return count - 1
+
+
+def test_markdown_escapes_pipes_and_angle_brackets(tmp_path: Path) -> None:
+    names = {"a": "gpt|4", "b": "<b>bold</b>", "c": "plain"}
+    rows = [{**r, "model": names[str(r["model"])]} for r in medalign_like(12)]
+    path = write_csv(tmp_path / "names.csv", rows)
+    options = AnalyzeOptions(scores=("rouge",), human_rank="rank", correct="correct", groups=("sex",))
+    md = render_markdown(analyze(read_table(path), options))
+    assert "gpt\\|4" in md and "\\<b\\>bold\\</b\\>" in md
+    assert "<b>" not in md.replace("\\<b\\>", "")
+    assert "mean \\|win-rate error\\|" in md
+    # every row of every table has as many cells as its header
+    block: list[str] = []
+    for line in [*md.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        if block:
+            assert len({_cells_per_row(x) for x in block}) == 1, block
+        block = []
+
+
+def test_human_label_names_the_reference(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "t.csv", medalign_like(12))
+    options = AnalyzeOptions(
+        scores=("rouge",), human_rank="rank", correct="correct", human_label="computed reference"
+    )
+    result = analyze(read_table(path), options)
+    assert result["human"]["label"] == "computed reference"
+    assert result["options"]["human_label"] == "computed reference"
+    md = render_markdown(result)
+    assert "## Computed reference ranking (rank, rank 1 = best)" in md
+    assert "Metric–computed reference agreement" in md
+    assert "linician" not in md
+    default = analyze(read_table(path), AnalyzeOptions(scores=("rouge",), human_rank="rank"))
+    assert default["human"]["label"] == "clinician"
+    assert "## Clinician ranking (rank" in render_markdown(default)

@@ -105,7 +105,8 @@ def test_win_rates_and_mean_ranks(result: dict[str, Any]) -> None:
     per_model = view(result, "all")["per_model"]
     assert {m: per_model[m]["mean_rank"] for m in MODELS} == pytest.approx({A: 1.25, B: 1.75, C: 2.75})
     # analyze re-ranks each item with average ties: i2's tie 2, 2 becomes 2.5, 2.5.
-    assert human["mean_rank"] == pytest.approx({A: 1.25, B: 1.875, C: 2.875})
+    assert human["mean_rank_ties_averaged"] == pytest.approx({A: 1.25, B: 1.875, C: 2.875})
+    assert human["mean_rank"] == pytest.approx({A: 1.25, B: 1.75, C: 2.75})  # as given, like ours
     # Without i4: A vs B 2/3, A vs C 1, B vs C 2/3 (2/2 non-tied) -> WR A 5/6, B 1/2 (2/3 non-tied).
     clean = view(result, "without_errors")["analyze"]["human"]
     assert clean["win_rate"] == pytest.approx({A: 5 / 6, B: 0.5, C: 0.0})
@@ -289,7 +290,7 @@ def test_html_is_self_contained_escaped_with_heatmaps(result: dict[str, Any]) ->
     assert C in "".join(parser.text)  # and reads back as its name
     assert "0.75" in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     md = render_markdown(result)
-    assert md.startswith("# MedAlign analysis") and "Reference ranking: clinician" in md
+    assert md.startswith("# MedAlign analysis") and "## Clinician ranking" in md
     assert "\\<b\\>&x" in md
 
 
@@ -300,7 +301,9 @@ def test_write_report_and_computed_reference(tmp_path: Path) -> None:
     assert [p.name for p in paths] == ["medalign.json", "medalign.md", "medalign.html"]
     data = json.loads(paths[0].read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert data["reference_label"] == "computed reference"
-    assert "not clinicians' judgement" in paths[1].read_text()
+    md = paths[1].read_text()
+    assert "not clinicians' judgement" in md
+    assert "## Computed reference ranking" in md and "## Clinician ranking" not in md  # analyze's own heading
     assert "not clinicians&#x27; judgement" in paths[2].read_text()
     assert not list((tmp_path / "report").glob(".*.tmp"))
 

@@ -40,6 +40,12 @@ class AnalyzeOptions:
     ranking per instruction) and the other raters feed only the inter-rater statistics. With
     ``run``, each (item, model) value is the mean over runs, and run-level means give each
     model's spread over runs and EHRNoteQA's rank instability.
+
+    ``resamples`` is the number of bootstrap resamples (CIs, paired bootstrap, Kendall CIs) and
+    also the number of random sign patterns of the paired permutation test, which is exact over
+    all 2^n patterns when 2^n <= ``resamples``. ``human_label`` names whoever produced
+    ``human_rank`` / ``human_score`` ("clinician" by default; "computed reference" for a ranking
+    derived from another column) and is carried into the output and every heading of the report.
     """
 
     item: str = "item"
@@ -56,6 +62,7 @@ class AnalyzeOptions:
     level: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    human_label: str = "clinician"
 
     def named(self) -> list[str]:
         """Columns given a role other than score."""
@@ -84,6 +91,16 @@ class _Context:
                 raise UserError(f"{row.where}: column {o.cluster!r} (the cluster) is empty")
             out.setdefault(str(t.text(row, o.item)), label)
         return out
+
+    def enough(self, what: str, found: int, minimum: int, unit: str) -> bool:
+        """Whether ``found`` reaches ``minimum``; if not, the statistic is recorded as undefined.
+
+        For statistics whose library function takes too few values as a caller's mistake (a
+        UserError): here the data simply does not define them."""
+        if found >= minimum:
+            return True
+        self.undefined.append(f"{what}: needs at least {minimum} {unit}, found {found}")
+        return False
 
     def guard(self, what: str, compute: Callable[[], T]) -> T | None:
         """Run one statistic; an undefined one is recorded with its reason and gives None."""
@@ -211,6 +228,7 @@ def _options_json(options: AnalyzeOptions, scores: Sequence[str]) -> JSON:
         "level": options.level,
         "resamples": options.resamples,
         "seed": options.seed,
+        "human_label": options.human_label,
     }
 
 
@@ -251,9 +269,21 @@ def _h2h_json(h: rankings.HeadToHead) -> JSON:
     }
 
 
-def _ranking_json(table: ScoreTable) -> JSON:
+def _ranking_json(ctx: _Context, what: str, table: ScoreTable, skipped: str) -> JSON:
+    """Mean rank (re-ranked per item, ties averaged), win rates and head-to-head matrices. With
+    one model only the mean rank: the rest (``skipped``, named in the undefined entry) is None."""
+    out: JSON = {"mean_rank": rankings.mean_ranks(table)}
+    if not ctx.enough(f"{what}: {skipped}", len(table.models), 2, "models"):
+        none: dict[str, float | None] = dict.fromkeys(table.models)
+        return {
+            **out,
+            "win_rate": none,
+            "win_rate_non_tied": dict(none),
+            "head_to_head": None,
+            "head_to_head_non_tied": None,
+        }
     return {
-        "mean_rank": rankings.mean_ranks(table),
+        **out,
         "win_rate": rankings.win_rates(table),
         "win_rate_non_tied": rankings.win_rates(table, exclude_ties=True),
         "head_to_head": _h2h_json(rankings.head_to_head(table)),
@@ -275,7 +305,7 @@ def _pair(ctx: _Context, column: str, table: ScoreTable, a: int, b: int) -> JSON
         ctx.undefined.append(f"{column}: {ma} vs {mb}: fewer than 2 items scored for both")
         return None
     boot = uncertainty.paired_bootstrap(x, y, level=o.level, resamples=o.resamples, seed=o.seed)
-    perm = uncertainty.paired_permutation_test(x, y, seed=o.seed)
+    perm = uncertainty.paired_permutation_test(x, y, resamples=o.resamples, seed=o.seed)
     entry.update(mean_difference=boot.mean_difference, ci=[boot.ci_low, boot.ci_high], pvalue=perm.pvalue)
     if _is_binary(x) and _is_binary(y):
         mc = uncertainty.mcnemar(x, y)
@@ -298,15 +328,17 @@ def _pairs(ctx: _Context, column: str, table: ScoreTable) -> list[JSON]:
 
 
 def _score_section(ctx: _Context, column: str, table: ScoreTable) -> JSON:
+    # with one model this records the undefined entry, and there are no pairs either
+    ranking = _ranking_json(ctx, column, table, "win rates, head-to-head and paired comparisons")
     return {
         "higher_is_better": table.higher_is_better,
         "per_model": _model_stats(ctx, column, table),
-        **_ranking_json(table),
-        "pairs": _pairs(ctx, column, table),
+        **ranking,
+        "pairs": _pairs(ctx, column, table) if len(table.models) >= 2 else [],
     }
 
 
-# --- clinicians ----------------------------------------------------------------------------------
+# --- the human reference (clinicians) -------------------------------------------------------------
 
 
 def _kendall_json(k: rankings.KendallAgreement) -> JSON:
@@ -325,13 +357,30 @@ def _human_section(ctx: _Context, tables: dict[str, ScoreTable]) -> JSON | None:
     if o.human_rank is None:
         return None
     human = _score_table(ctx, o.human_rank, higher_is_better=False)
-    out: JSON = {"column": o.human_rank, **_ranking_json(human)}
+    ranking = _ranking_json(
+        ctx, f"{o.human_label} ranking ({o.human_rank})", human, "win rates, head-to-head and win-rate errors"
+    )
+    out: JSON = {
+        "column": o.human_rank,
+        "label": o.human_label,
+        # MedAlign's "Rank": the ranks as the rater gave them (ties kept as recorded, 1, 2, 2);
+        # re-ranking each item with ties averaged (1, 2.5, 2.5) is kept beside it, named as such.
+        "mean_rank": rankings.mean_ranks(human, ties="as_given"),
+        "mean_rank_ties_averaged": ranking.pop("mean_rank"),
+        **ranking,
+    }
     agreements = {
         col: rankings.metric_human_kendall(t, human, level=o.level, resamples=o.resamples, seed=o.seed)
         for col, t in tables.items()
     }
+    two = len(human.models) >= 2
     out["metric_agreement"] = {
-        col: {**_kendall_json(k), "win_rate_abs_error": rankings.win_rate_errors(human, tables[col])}
+        col: {
+            **_kendall_json(k),
+            "win_rate_abs_error": (
+                rankings.win_rate_errors(human, tables[col]) if two else dict.fromkeys(human.models)
+            ),
+        }
         for col, k in agreements.items()
     }
     out["metric_comparison"] = _fisher_z(ctx, tables, agreements)
@@ -378,10 +427,11 @@ def _point_biserial(ctx: _Context, human: ScoreTable) -> JSON | None:
         for j, model in enumerate(human.models)
         if (c := correct.get((item, model))) is not None and not math.isnan(human.values[i, j])
     ]
-    result = ctx.guard(
-        "point-biserial correct vs rank",
-        lambda: agreement.point_biserial([p[0] for p in pairs], [p[1] for p in pairs]),
-    )
+    what = "point-biserial correct vs rank"
+    # point_biserial takes fewer than 3 values as a caller's mistake; here it is what the data has
+    if not ctx.enough(what, len(pairs), 3, f"responses with both {o.correct!r} and a rank"):
+        return None
+    result = ctx.guard(what, lambda: agreement.point_biserial([p[0] for p in pairs], [p[1] for p in pairs]))
     return None if result is None else {"r": result.statistic, "pvalue": result.pvalue, "n": result.n}
 
 
@@ -446,8 +496,13 @@ def _judge_vs_human(ctx: _Context, col: str, human: ScoreTable, judge: ScoreTabl
     hs, js = [p[0] for p in pairs], [p[1] for p in pairs]
     out: JSON = {"responses": len(pairs)}
     for name, fn in (("spearman", agreement.spearman), ("pearson", agreement.pearson)):
-        r = ctx.guard(f"{col}: {name} with {ctx.options.human_score}", partial(fn, js, hs))
+        what = f"{col}: {name} with {ctx.options.human_score}"
+        enough = ctx.enough(what, len(pairs), 3, "responses with both scores")
+        r = ctx.guard(what, partial(fn, js, hs)) if enough else None
         out[name] = None if r is None else {"r": r.statistic, "pvalue": r.pvalue}
+    out.update(accuracy_2tuple=None, accuracy_triple=None, order_items=0, judge_missing=0, win_tie=[])
+    if not ctx.enough(f"{col}: Accuracy 2-tuple / triple and win/tie rates", len(models), 2, "models"):
+        return out
     ref = [_complete([_cell(human, i, m) for m in models]) for i in items]
     jud = [_complete([_cell(judge, i, m) for m in models]) for i in items]
     oa = rankings.order_agreement(ref, jud)
@@ -486,6 +541,10 @@ def _subgroup_section(ctx: _Context) -> JSON:
     out: JSON = {}
     for model in _models(ctx):
         rows = [r for r in ctx.primary if t.text(r, o.model) == model and t.number(r, o.correct) is not None]
+        if not rows:
+            ctx.undefined.append(f"chi-square {model}: no response of {model} has a value in {o.correct!r}")
+            out[model] = []
+            continue
         outcome = ["correct" if t.number(r, o.correct) else "incorrect" for r in rows]
         tests: list[uncertainty.SubgroupChiSquare] = []
         for attr in o.groups:

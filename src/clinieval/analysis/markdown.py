@@ -2,6 +2,11 @@
 
 Kept apart from the computation so the JSON stays the single source of the numbers: the report
 only formats what is in it (``—`` for a value that is undefined, never a made-up 0).
+
+Text that comes from the data (model names, column names, labels, reasons) is escaped wherever it
+is rendered: ``|`` cannot add a table column and ``<b>`` stays text rather than becoming HTML.
+The human reference is named by its label (``human_label``: "clinician" unless the caller said
+otherwise, e.g. "computed reference"), never assumed to be clinicians.
 """
 
 from __future__ import annotations
@@ -10,6 +15,20 @@ from collections.abc import Sequence
 from typing import Any
 
 JSON = dict[str, Any]
+
+DEFAULT_LABEL = "clinician"
+
+
+def _esc(text: str) -> str:
+    """Markdown-safe text: backslash, pipe and angle brackets backslash-escaped, newlines folded."""
+    for raw in ("\\", "|", "<", ">"):
+        text = text.replace(raw, "\\" + raw)
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+
+
+def _title(label: str) -> str:
+    """The label at the start of a heading: first letter upper-cased, the rest as given."""
+    return label[:1].upper() + label[1:]
 
 
 def _f(value: Any, digits: int = 3) -> str:
@@ -31,31 +50,34 @@ def _ci(ci: Sequence[float] | None) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    """A Markdown table; every header and cell is escaped here, so callers pass raw text."""
+    lines = ["| " + " | ".join(map(_esc, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(_esc, r)) + " |" for r in rows]
     return [*lines, ""]
 
 
-def _h2h(h: JSON, title: str) -> list[str]:
+def _h2h(h: JSON | None, title: str) -> list[str]:
+    if h is None:  # fewer than two models: listed under undefined
+        return []
     models = h["models"]
     rows = [[m, *(_f(v) for v in rates)] for m, rates in zip(models, h["rates"], strict=True)]
     return [f"{title} (row beats column):", "", *_table(["", *models], rows)]
 
 
+def _win_rows(models: Sequence[str], section: JSON) -> list[list[str]]:
+    win, non_tied = section.get("win_rate") or {}, section.get("win_rate_non_tied") or {}
+    return [[_f(win.get(m)), _f(non_tied.get(m))] for m in models]
+
+
 def _ranking_rows(models: Sequence[str], section: JSON) -> list[list[str]]:
     return [
-        [
-            _f(section["mean_rank"].get(m)),
-            _f(section["win_rate"].get(m)),
-            _f(section["win_rate_non_tied"].get(m)),
-        ]
-        for m in models
+        [_f(section["mean_rank"].get(m)), *w] for m, w in zip(models, _win_rows(models, section), strict=True)
     ]
 
 
 def _score(col: str, s: JSON, level: float) -> list[str]:
     direction = "higher is better" if s["higher_is_better"] else "lower is better"
-    out = [f"## {col} ({direction})", ""]
+    out = [f"## {_esc(col)} ({direction})", ""]
     models = list(s["per_model"])
     rows = [
         [m, _f(p["n"]), _f(p["mean"]), _ci(p["ci"]), _f(p["sd"]), *r]
@@ -96,10 +118,16 @@ def _score(col: str, s: JSON, level: float) -> list[str]:
 
 
 def _human(h: JSON, level: float) -> list[str]:
-    out = [f"## Clinician ranking ({h['column']}, rank 1 = best)", ""]
+    label = str(h.get("label", DEFAULT_LABEL))
+    out = [f"## {_esc(_title(label))} ranking ({_esc(h['column'])}, rank 1 = best)", ""]
     models = list(h["mean_rank"])
-    rows = [[m, *r] for m, r in zip(models, _ranking_rows(models, h), strict=True)]
-    out += _table(["model", "mean rank", "win rate", "win rate (non-tied)"], rows)
+    averaged = h.get("mean_rank_ties_averaged") or {}
+    rows = [
+        [m, _f(h["mean_rank"].get(m)), _f(averaged.get(m)), *w]
+        for m, w in zip(models, _win_rows(models, h), strict=True)
+    ]
+    header = ["model", "mean rank (as given)", "mean rank (ties averaged)", "win rate", "win rate (non-tied)"]
+    out += _table(header, rows)
     out += _h2h(h["head_to_head"], "Head-to-head, all items")
     out += _h2h(h["head_to_head_non_tied"], "Head-to-head, non-tied items only")
     rows = [
@@ -124,7 +152,8 @@ def _human(h: JSON, level: float) -> list[str]:
             "skipped (incomplete)",
             "mean |win-rate error|",
         ]
-        out += ["Metric–clinician agreement (per-item Kendall tau-b, averaged):", "", *_table(header, rows)]
+        title = f"Metric–{_esc(label)} agreement (per-item Kendall tau-b, averaged):"
+        out += [title, "", *_table(header, rows)]
     if h["metric_comparison"]:
         rows = [
             [z["metric"], z["other"], _f(z["n"]), _f(z["z"]), _f(z["pvalue"])] for z in h["metric_comparison"]
@@ -162,8 +191,9 @@ def _mean_abs(errors: dict[str, float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def _judge(j: JSON) -> list[str]:
-    out = [f"## Judge scores vs clinician scores ({j['column']})", ""]
+def _judge(j: JSON, label: str) -> list[str]:
+    name = _esc(label)
+    out = [f"## Judge scores vs {name} scores ({_esc(j['column'])})", ""]
     cols = {k: v for k, v in j.items() if k not in ("column", "raters")}
     rows = [
         [
@@ -200,10 +230,12 @@ def _judge(j: JSON) -> list[str]:
             ]
             for w in v["win_tie"]
         ]
+        if not rows:  # fewer than two models: listed under undefined
+            continue
         out += [
-            f"Win/tie rates, clinicians vs {col}:",
+            f"Win/tie rates, {name} vs {_esc(col)}:",
             "",
-            *_table(["pair", "clinician win", "clinician tie", "judge win", "judge tie"], rows),
+            *_table(["pair", f"{label} win", f"{label} tie", "judge win", "judge tie"], rows),
         ]
     if "raters" in j:
         out += _raters(j["raters"])
@@ -246,7 +278,7 @@ def _runs(runs: JSON) -> list[str]:
             for m, p in r["per_model"].items()
         ]
         out += [
-            f"{col}: rank instability Σ|rank − mode rank| = {_f(r['rank_instability'])}",
+            f"{_esc(col)}: rank instability Σ\\|rank − mode rank\\| = {_f(r['rank_instability'])}",
             "",
             *_table(["model", "runs", "mean over runs", "SD over runs", "mode rank", "instability"], rows),
         ]
@@ -258,11 +290,11 @@ def render_markdown(result: JSON) -> str:
     o = result["options"]
     level = float(o["level"])
     lines = [
-        f"# Analysis of {result['table']}",
+        f"# Analysis of {_esc(str(result['table']))}",
         "",
         f"{result['rows']:,} rows, {result['items']:,} items, {len(result['models'])} models. "
         f"Bootstrap: {o['resamples']:,} resamples, seed {o['seed']}"
-        + (f", clustered by {o['cluster']}" if o["cluster"] else "")
+        + (f", clustered by {_esc(o['cluster'])}" if o["cluster"] else "")
         + ".",
         "",
     ]
@@ -271,11 +303,11 @@ def render_markdown(result: JSON) -> str:
     if "human" in result:
         lines += _human(result["human"], level)
     if "judge_vs_human" in result:
-        lines += _judge(result["judge_vs_human"])
+        lines += _judge(result["judge_vs_human"], str(o.get("human_label", DEFAULT_LABEL)))
     if "subgroups" in result:
         lines += _subgroups(result["subgroups"])
     if "runs" in result:
         lines += _runs(result["runs"])
     if result["undefined"]:
-        lines += ["## Undefined statistics", "", *(f"- {u}" for u in result["undefined"]), ""]
+        lines += ["## Undefined statistics", "", *(f"- {_esc(u)}" for u in result["undefined"]), ""]
     return "\n".join(lines)

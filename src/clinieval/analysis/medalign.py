@@ -687,6 +687,7 @@ def _generic(view: _View, s: _Settings) -> JSON | None:
         model=c.model,
         scores=scores,
         human_rank=rank,
+        human_label=c.reference_label,
         correct=role_correct,
         groups=groups,
         rater=rater,

@@ -281,7 +281,11 @@ class PermutationTest:
 
 
 def _sign_blocks(n: int, exact: bool, resamples: int, seed: int) -> Iterator[FloatArray]:
-    """Rows of +-1 signs: every pattern (exact) or ``resamples`` random ones, in bounded blocks."""
+    """Rows of +-1 signs: every pattern (exact) or ``resamples`` random ones, in bounded blocks.
+
+    Random signs are ``2 * integers(0, 2) - 1`` drawn as int8 from ``default_rng(seed)``: one
+    byte per sign, about twice as fast as ``choice([-1, 1])``, with the same distribution.
+    """
     rows = max(1, _BLOCK // max(n, 1))
     if exact:
         bits = np.arange(n, dtype=np.int64)
@@ -293,7 +297,8 @@ def _sign_blocks(n: int, exact: bool, resamples: int, seed: int) -> Iterator[Flo
     left = resamples
     while left:
         r = min(rows, left)
-        yield rng.choice(np.array([-1.0, 1.0]), size=(r, n))
+        bits = rng.integers(0, 2, size=(r, n), dtype=np.int8)
+        yield (bits * 2 - 1).astype(np.float64)
         left -= r
 
 
@@ -320,7 +325,10 @@ def paired_permutation_test(
     tol = 1e-12 * max(abs(observed), float(np.abs(d).mean()), 1e-300)
     count = total = 0
     for signs in _sign_blocks(n, use_exact, reps, seed):
-        count += int(np.sum(np.abs(signs @ d) / n >= abs(observed) - tol))
+        # einsum, not ``signs @ d``: a matrix-vector product this small is slower through a
+        # multi-threaded BLAS (thread wake-up) than numpy's own loop, by 10x on a 2-core machine.
+        sums = np.einsum("ij,j->i", signs, d)
+        count += int(np.sum(np.abs(sums) / n >= abs(observed) - tol))
         total += signs.shape[0]
     p = count / total if use_exact else (1 + count) / (1 + total)
     return PermutationTest(

@@ -117,7 +117,7 @@ def _per_model_rows(view: JSON) -> list[list[str]]:
                 _pct(p["correct_percent"]),
                 _pct_ci(p["ci"]),
                 _num(p["mean_rank"]),
-                _num(human.get("mean_rank", {}).get(m)),
+                _num(human.get("mean_rank_ties_averaged", {}).get(m)),
                 _num(human.get("win_rate", {}).get(m)),
                 _num(human.get("win_rate_non_tied", {}).get(m)),
             ]
@@ -214,15 +214,12 @@ def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]
 
 
 def _md_generic(view: JSON, label: str) -> list[str]:
-    """analyze's own Markdown for this view, headings moved under the view and the reference
-    ranking named by its label rather than "clinician"."""
+    """analyze's own Markdown for this view, headings moved under the view (analyze names the
+    reference ranking by ``label`` itself, passed as its ``human_label``)."""
     generic = view.get("analyze")
     if generic is None:
         return []
-    text = generic_markdown.render_markdown(generic)
-    text = text.replace("Clinician ranking", f"Reference ranking: {label}")
-    text = text.replace("Metric–clinician agreement", f"Metric–reference ({label}) agreement")
-    lines = text.splitlines()
+    lines = generic_markdown.render_markdown(generic).splitlines()
     lines[0] = "### Generic statistics (clinieval analyze)"
     return [("##" + line) if line.startswith("## ") else line for line in lines] + [""]
 
