@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ from typing import Annotated
 import typer
 
 from clinieval.errors import UserError
+from clinieval.fsutil import slug
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import Scorer, scorer_by_name
 from clinieval.summary import ScorerSummary, format_counts
@@ -60,10 +60,6 @@ def _build_task(
 
         return jsonl_task(Path(name), scorers)
     raise UserError(f"unknown task {name!r}; known: pubmedqa, or a path to a .jsonl file")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -130,7 +126,7 @@ def run(
         concurrency=concurrency,
         overwrite=overwrite,
         progress=progress,
-        default_out=lambda fp: Path("runs") / f"{_slug(the_task.name)}-{_slug(the_model.name)}-{fp[:8]}",
+        default_out=lambda fp: Path("runs") / f"{slug(the_task.name)}-{slug(the_model.name)}-{fp[:8]}",
     )
     result = asyncio.run(run_evaluation(request))
     _print_result(result.run_path, result.summaries, result.stats_line)
@@ -199,6 +195,9 @@ def analyze(
     human_score: Annotated[
         str | None, typer.Option(help="column with the clinician's score, to judge a judge against")
     ] = None,
+    human_label: Annotated[
+        str, typer.Option(help="what the human columns are, in the report (e.g. 'computed reference')")
+    ] = "clinician",
     correct: Annotated[
         str | None, typer.Option(help="column with binary correctness (1/0, true/false)")
     ] = None,
@@ -236,6 +235,7 @@ def analyze(
         lower_is_better=frozenset(lower_is_better or ()),
         human_rank=human_rank,
         human_score=human_score,
+        human_label=human_label,
         correct=correct,
         cluster=cluster,
         groups=tuple(group or ()),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -47,3 +48,8 @@ def publish_dir(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         tmp.rename(out)
+
+
+def slug(text: str) -> str:
+    """``text`` as a safe file or folder name (letters, digits, ``._-``; at most 60 characters)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "x"

@@ -10,7 +10,6 @@ report) and :mod:`clinieval.build.medalign` (dataset building).
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -32,10 +31,6 @@ app = typer.Typer(
 )
 
 DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "x"
 
 
 def _samples(
@@ -120,7 +115,7 @@ def run(
     """
     from clinieval.task import PromptTemplate
     from clinieval.tasks.medalign import MEDALIGN_PROMPT, STRATEGIES, StrategyOptions
-    from clinieval.tasks.medalign_run import ArmSettings, run_arm
+    from clinieval.tasks.medalign_run import ArmSettings, arm_dir_name, run_arm
 
     bad = [s for s in strategy if s not in STRATEGIES]
     if bad:
@@ -143,7 +138,7 @@ def run(
     data = [p for p in (instructions, release) if p is not None and p.is_file()]
     for spec in model:
         for strat in strategy:
-            arm_dir = out / f"{_slug(spec.split(':', 1)[-1].rsplit('/', 1)[-1])}-{strat}"
+            arm_dir = out / arm_dir_name(spec, strat)
             result = asyncio.run(run_arm(samples, spec, strat, arm_dir, settings, data))
             _print_arm(result)
     typer.echo(f"next: clinieval medalign analyze {out}/* --out {out}/report")

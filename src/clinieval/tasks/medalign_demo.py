@@ -43,10 +43,6 @@ class DemoPlan:
     public_data: Path | None = None  # the public MedAlign sample folder (default: shared/data/medalign)
 
 
-def _slug(spec: str) -> str:
-    return spec.split(":", 1)[-1].rsplit("/", 1)[-1].replace(".gguf", "")
-
-
 def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> ArmSettings:
     import dataclasses
 
@@ -92,13 +88,13 @@ async def _run_arms(
     plan: DemoPlan, samples: list[Sample], data_files: list[Path], lines: list[str]
 ) -> list[Path]:
     from clinieval.tasks.medalign_cli import DEFAULT_METRICS
-    from clinieval.tasks.medalign_run import run_arm
+    from clinieval.tasks.medalign_run import arm_dir_name, run_arm
 
     settings = _settings(plan, DEFAULT_METRICS)
     arms: list[Path] = []
     for spec in plan.models:
         for strategy in plan.strategies:
-            path = plan.out / "arms" / f"{_slug(spec)}-{strategy}"
+            path = plan.out / "arms" / arm_dir_name(spec, strategy)
             result = await run_arm(samples, spec, strategy, path, settings, data_files)
             facts = next((s for s in result.run.summaries if s.scorer == "key_facts"), None)
             score = "-" if facts is None or not facts.scored else f"{facts.mean:.3f}"
@@ -163,12 +159,16 @@ def _public_csv(plan: DemoPlan) -> tuple[Path, Path]:
 
 async def _public(plan: DemoPlan) -> list[str]:
     from clinieval.tasks.medalign import load_generic
-    from clinieval.tasks.medalign_run import run_arm
+    from clinieval.tasks.medalign_run import arm_dir_name, run_arm
 
     csv_path, ehr_dir = _public_csv(plan)
     samples = load_generic(csv_path, ehr_dir)
     spec = plan.models[0]
     result = await run_arm(
-        samples, spec, "keep-recent", plan.out / "public" / _slug(spec), _settings(plan, ())
+        samples,
+        spec,
+        "keep-recent",
+        plan.out / "public" / arm_dir_name(spec, "keep-recent"),
+        _settings(plan, ()),
     )
     return [f"public instructions ({len(samples)}, no gold; answers in {result.run.run_path}/samples.jsonl)"]
