@@ -415,8 +415,8 @@ def demo(
     out: Annotated[Path, typer.Option(help="folder for the data, the arms and the report")] = Path(
         "runs/medalign-demo"
     ),
-    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 6,
-    per_patient: Annotated[int, typer.Option(min=1, help="instructions per patient")] = 2,
+    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 4,
+    per_patient: Annotated[int, typer.Option(min=1, help="instructions per patient")] = 1,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="model spec (repeatable)")] = None,
     strategy: Annotated[list[str] | None, typer.Option(help="context strategy (repeatable)")] = None,
     n_ctx: Annotated[int, typer.Option(help="context window of the embedded models")] = 2048,

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class DemoPlan:
     out: Path
-    patients: int = 6
-    per_patient: int = 2
+    patients: int = 4
+    per_patient: int = 1
     models: tuple[str, ...] = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
     strategies: tuple[str, ...] = ("keep-recent", "refine")
     n_ctx: int = 2048
