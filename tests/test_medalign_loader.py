@@ -159,6 +159,12 @@ def test_generic_instructions_over_xml_folder(release: Path, tmp_path: Path) -> 
     csv_path.write_text("instruction_id,question,person_id\na,q,nobody\n")
     with pytest.raises(UserError, match=r"mine.csv:2: EHR file .*nobody.xml not found"):
         load_generic(csv_path, release / "ehrs")
+    csv_path.write_text('instruction_id,question,person_id,answer_keys\na,q,p1,"[""7.2"", ""03/04/2021""]"\n')
+    assert load_generic(csv_path, release / "ehrs")[0].metadata["answer_keys"] == ["7.2", "03/04/2021"]
+    for bad in ("7.2", "[]", '"[1, 2]"'):
+        csv_path.write_text(f"instruction_id,question,person_id,answer_keys\na,q,p1,{bad}\n")
+        with pytest.raises(UserError, match=r"mine.csv:2: answer_keys"):
+            load_generic(csv_path, release / "ehrs")
 
 
 REVIEWED = [

@@ -164,11 +164,24 @@ def find_keys(keys: Sequence[str], answer: str) -> tuple[list[str], list[str]]:
     return found, [k for k in keys if k not in found]
 
 
-def answer_keys(sample: Sample, scorer: str = "key_facts") -> list[str]:
-    """The sample's answer keys, or a UserError naming the sample when they are absent or malformed.
+def parse_keys(raw: object, where: str) -> list[str]:
+    """Answer keys from a list of strings or that list JSON-encoded (as a CSV cell holds it); a
+    UserError starting with ``where`` for anything else, an empty list included."""
+    if isinstance(raw, str):
+        text = raw
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError:
+            raise UserError(f"{where}: {KEYS_FIELD} is not a JSON list of strings: {text[:80]!r}") from None
+    if not isinstance(raw, list | tuple) or not all(isinstance(k, str) and k.strip() for k in raw):
+        raise UserError(f"{where}: {KEYS_FIELD} must be a list of non-empty strings, not {raw!r}")
+    if not raw:
+        raise UserError(f"{where}: {KEYS_FIELD} is empty; there is nothing to look for")
+    return list(raw)
 
-    Accepts a list of strings, or that list JSON-encoded (as a CSV cell holds it).
-    """
+
+def answer_keys(sample: Sample, scorer: str = "key_facts") -> list[str]:
+    """The sample's answer keys, or a UserError naming the sample when they are absent or malformed."""
     raw = sample.metadata.get(KEYS_FIELD)
     where = f"scorer {scorer}: sample {sample.id!r}"
     if raw is None:
@@ -176,16 +189,7 @@ def answer_keys(sample: Sample, scorer: str = "key_facts") -> list[str]:
             f"{where} has no {KEYS_FIELD} in its metadata; key-fact scoring needs a list of the "
             "facts a correct answer states (e.g. the answer_keys column of a synthetic MedAlign set)"
         )
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
-            raise UserError(f"{where}: {KEYS_FIELD} is not a JSON list of strings: {raw[:80]!r}") from None
-    if not isinstance(raw, list | tuple) or not all(isinstance(k, str) and k.strip() for k in raw):
-        raise UserError(f"{where}: {KEYS_FIELD} must be a list of non-empty strings, not {raw!r}")
-    if not raw:
-        raise UserError(f"{where}: {KEYS_FIELD} is empty; there is nothing to look for")
-    return list(raw)
+    return parse_keys(raw, where)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ file in neither dialect — is one error naming it, before any model call.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,17 +85,12 @@ def _ehr_text(ehr_dir: Path, filename: str, where: str, cache: dict[str, str]) -
 
 
 def _answer_keys(row: _Row) -> list[str] | None:
-    """The optional ``answer_keys`` cell: a JSON list of strings a correct answer must contain."""
+    """The optional ``answer_keys`` cell: a JSON list of strings a correct answer must contain,
+    checked here so a malformed cell is reported with its file and line, before any model call."""
+    from clinieval.scoring.keyfacts import parse_keys
+
     cell = row.get("answer_keys")
-    if not cell:
-        return None
-    try:
-        keys = json.loads(cell)
-    except json.JSONDecodeError:
-        keys = None
-    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k.strip() for k in keys):
-        raise UserError(f'{row.where}: answer_keys must be a JSON list of non-empty strings, e.g. ["7.2"]')
-    return keys
+    return parse_keys(cell, row.where) if cell else None
 
 
 def _sample(row: _Row, ehr: str, gold: str | None, extra: Mapping[str, str]) -> Sample:

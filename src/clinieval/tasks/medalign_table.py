@@ -18,13 +18,13 @@ tokenizer of the run (the release: ``tiktoken:cl100k_base``, the tokenizer GPT-4
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.analysis.table import LongTable, Row
+from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
 from clinieval.runs import SCORES, RunDir
@@ -72,7 +72,7 @@ def _score_columns(run: RunDir, records: Sequence[SampleRecord]) -> dict[str, di
             out[name][r.sample.id] = score.value
     folder = run.path / SCORES
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else ():
-        for line_no, obj in _json_lines(path):
+        for where, obj in json_objects(path):
             if obj.get("repeat", 0) != 0:
                 continue
             sid = str(obj.get("sample_id"))
@@ -81,31 +81,17 @@ def _score_columns(run: RunDir, records: Sequence[SampleRecord]) -> dict[str, di
             if isinstance(means, dict) and means:  # a judge: every field's mean over its repeats
                 for field_name, value in means.items():
                     column = JUDGE_COLUMNS.get(field_name, f"judge_{field_name}")
-                    out[column][sid] = _number(value, path, line_no)
+                    out[column][sid] = _number(value, where)
             else:
-                out[path.stem][sid] = _number(obj.get("value"), path, line_no)
+                out[path.stem][sid] = _number(obj.get("value"), where)
     return out
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{i}: not valid JSON ({e})") from None
-            if not isinstance(obj, dict):
-                raise UserError(f"{path}:{i}: expected a JSON object")
-            yield i, obj
-
-
-def _number(value: object, path: Path, line: int) -> float | None:
+def _number(value: object, where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UserError(f"{path}:{line}: score {value!r} is not a number")
+        raise UserError(f"{where}: score {value!r} is not a number")
     return float(value)
 
 
