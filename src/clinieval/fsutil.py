@@ -50,6 +50,28 @@ def publish_dir(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
+@contextmanager
+def staged_dir(out: Path, what: str = "the folder") -> Iterator[Path]:
+    """A temporary folder beside ``out`` to fill; when the block finishes it replaces ``out``
+    (:func:`publish_dir`), and when the block raises it is removed and ``out`` is left as it was.
+
+    ``what`` names the folder in the error when the temporary one cannot even be created.
+    """
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    except OSError as exc:
+        from clinieval.errors import UserError
+
+        raise UserError(f"cannot create {what} {out}: {exc.strerror or exc}") from exc
+    try:
+        yield tmp
+        publish_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def slug(text: str) -> str:
     """``text`` as a safe file or folder name (letters, digits, ``._-``; at most 60 characters)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "x"

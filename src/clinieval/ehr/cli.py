@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 import statistics
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -13,7 +11,7 @@ import typer
 
 from clinieval.ehr.timeline import Timeline
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_text, publish_dir
+from clinieval.fsutil import atomic_write_text, staged_dir
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -21,12 +19,10 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, help="Patient records: OMOP CDM, MedAlign XML, synthetic patients.")
 
 
-def _fresh_output(out_dir: Path, overwrite: bool) -> Path:
-    """A temporary folder beside ``out_dir``; it replaces ``out_dir`` only when all is written."""
+def _check_output(out_dir: Path, overwrite: bool) -> None:
+    """Refuse to replace a non-empty ``out_dir`` unless asked (it is replaced only when all is written)."""
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise UserError(f"{out_dir}: exists and is not empty; choose another folder or pass --overwrite")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
 
 
 def _progress(label: str) -> Progress:
@@ -53,17 +49,12 @@ def omop2xml(
 
     with open_omop(omop_dir, memory_limit=memory_limit) as source:
         ids = source.person_ids()
-        tmp = _fresh_output(out_dir, overwrite)
-        try:
-            with _progress("patients") as bar:
-                task = bar.add_task("omop2xml", total=len(ids), visible=progress)
-                for tl in source.iter_timelines():
-                    write_xml(tl, tmp / f"{_safe_name(tl.person.person_id)}.xml")
-                    bar.advance(task)
-            publish_dir(tmp, out_dir)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        _check_output(out_dir, overwrite)
+        with staged_dir(out_dir, "the XML folder") as tmp, _progress("patients") as bar:
+            task = bar.add_task("omop2xml", total=len(ids), visible=progress)
+            for tl in source.iter_timelines():
+                write_xml(tl, tmp / f"{_safe_name(tl.person.person_id)}.xml")
+                bar.advance(task)
         summary = source.summary()
     from clinieval.summary import format_counts
 

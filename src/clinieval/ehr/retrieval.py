@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +34,7 @@ import numpy as np
 
 from clinieval.ehr.timeline import Event, Note, Timeline
 from clinieval.errors import UserError
-from clinieval.fsutil import publish_dir
+from clinieval.fsutil import staged_dir
 
 WORD_RE = re.compile(r"[^\W_]+(?:[.\-][^\W_]+)*")
 
@@ -267,9 +265,7 @@ class BM25Index:
     def save(self, folder: str | Path) -> Path:
         """Write the index to ``folder`` (replacing an older index there) atomically."""
         out = Path(folder)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-        try:
+        with staged_dir(out, "the index folder") as tmp:
             self._retriever.save(str(tmp / "bm25s"), show_progress=False)
             with (tmp / "documents.jsonl").open("w", encoding="utf-8") as f:
                 for d in self._docs:
@@ -286,10 +282,6 @@ class BM25Index:
                 "n_docs": len(self._docs),
             }
             (tmp / "index.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            publish_dir(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return out
 
     @classmethod

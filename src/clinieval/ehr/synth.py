@@ -25,8 +25,6 @@ from __future__ import annotations
 import csv
 import os
 import random
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -35,7 +33,7 @@ from typing import Any, TextIO
 
 from clinieval.ehr.timeline import Event, Note, Person, Timeline, Visit
 from clinieval.errors import UserError
-from clinieval.fsutil import publish_dir
+from clinieval.fsutil import staged_dir
 
 # ---------------------------------------------------------------------------------------------
 # Embedded vocabulary
@@ -2072,12 +2070,7 @@ def write_omop(
         raise UserError(f"the number of patients must be 0 or more, not {n}")
     if out.exists() and not overwrite:
         raise UserError(f"{out} already exists; choose another folder or pass overwrite")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    except OSError as exc:
-        raise UserError(f"cannot create the OMOP folder {out}: {exc.strerror or exc}") from exc
-    try:
+    with staged_dir(out, "the OMOP folder") as tmp:
         files: dict[str, TextIO] = {}
         writers: dict[str, Any] = {}
         try:
@@ -2115,8 +2108,4 @@ def write_omop(
         finally:
             for fh in files.values():
                 fh.close()
-        publish_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

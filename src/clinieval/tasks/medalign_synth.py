@@ -27,8 +27,6 @@ import csv
 import json
 import random
 import re
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -39,7 +37,7 @@ from clinieval.ehr.medalign_xml import format_time, read_xml, write_xml
 from clinieval.ehr.synth import CONDITIONS, LABS, SMOKING, generate
 from clinieval.ehr.timeline import Event, Timeline, Visit
 from clinieval.errors import UserError
-from clinieval.fsutil import publish_dir
+from clinieval.fsutil import staged_dir
 from clinieval.types import Sample
 
 __all__ = [
@@ -586,17 +584,8 @@ def build_synthetic_set(
     _check_args(patients, per_patient)
     out = Path(out_dir)
     _check_target(out, overwrite)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    except OSError as exc:
-        raise UserError(f"cannot create the synthetic MedAlign folder {out}: {exc.strerror or exc}") from exc
-    try:
+    with staged_dir(out, "the synthetic MedAlign folder") as tmp:
         count, kinds = _write_set(tmp, patients, seed, per_patient)
-        publish_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return SyntheticSet(
         root=out,
         instructions_csv=out / INSTRUCTIONS_FILE,
