@@ -30,8 +30,6 @@ app = typer.Typer(
     help="MedAlign: clinician instructions over long patient records (run, judge, analyze, build).",
 )
 
-DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
-
 
 def _samples(
     release: Path | None, instructions: Path | None, ehrs: Path | None, gold_annotator: str
@@ -115,7 +113,7 @@ def run(
     """
     from clinieval.task import PromptTemplate
     from clinieval.tasks.medalign import MEDALIGN_PROMPT, STRATEGIES, StrategyOptions
-    from clinieval.tasks.medalign_run import ArmSettings, arm_dir_name, run_arm
+    from clinieval.tasks.medalign_run import DEFAULT_METRICS, ArmSettings, arm_dir_name, run_arm
 
     bad = [s for s in strategy if s not in STRATEGIES]
     if bad:
@@ -322,19 +320,6 @@ def run_dirs(paths: list[Path]) -> list[Path]:
     return out
 
 
-ANALYSIS_METRICS = (
-    "rougeL",
-    "chrf++",
-    "google_bleu",
-    "meteor",
-    "bertscore_f1",
-    "judge_correct",
-    "judge_score",
-    "key_facts",
-)
-"""Score columns the report compares with the reference ranking, when the arms have them."""
-
-
 @app.command()
 def analyze(
     runs: Annotated[
@@ -364,14 +349,10 @@ def analyze(
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
 ) -> None:
     """Every statistic of the paper's analysis, with and without provider-error items, as a report."""
-    from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
-    from clinieval.report.medalign import write_report
+    from clinieval.tasks.medalign_table import report
 
     table, label, ref = _analysis_table(runs or [], reviews, reference, release, gold_annotator, metric)
-    metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != ref)
-    columns = MedAlignColumns(metrics=metrics, reference_label=label)
-    result = medalign_analysis(table, columns, level=level, resamples=resamples, seed=seed)
-    written = write_report(result, out)
+    result, written = report(table, label, ref, out, level=level, resamples=resamples, seed=seed)
     typer.echo(
         f"{len(result['input']['models'])} arms, {result['input']['items']} instructions; reference: {label}"
     )
@@ -392,6 +373,8 @@ def _analysis_table(
     if release is not None:
         if runs:
             raise UserError("give either run directories or --release, not both")
+        from clinieval.tasks.medalign_run import DEFAULT_METRICS
+
         metrics = tuple(metric or DEFAULT_METRICS)
         return mt.release_table(release, metrics, gold_annotator=gold_annotator), "clinician", None
     if not runs:

@@ -87,8 +87,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
 async def _run_arms(
     plan: DemoPlan, samples: list[Sample], data_files: list[Path], lines: list[str]
 ) -> list[Path]:
-    from clinieval.tasks.medalign_cli import DEFAULT_METRICS
-    from clinieval.tasks.medalign_run import arm_dir_name, run_arm
+    from clinieval.tasks.medalign_run import DEFAULT_METRICS, arm_dir_name, run_arm
 
     settings = _settings(plan, DEFAULT_METRICS)
     arms: list[Path] = []
@@ -122,17 +121,11 @@ async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
 
 
 def _report(plan: DemoPlan, arms: list[Path]) -> list[str]:
-    from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
-    from clinieval.report.medalign import write_report
     from clinieval.tasks import medalign_table as mt
-    from clinieval.tasks.medalign_cli import ANALYSIS_METRICS
 
     read = [mt.arm_of(p) for p in arms]
     table = mt.arms_table(read, mt.reference_judgements(read, "key_facts"), plan.out)
-    metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != "key_facts")
-    columns = MedAlignColumns(metrics=metrics, reference_label="computed reference (key_facts)")
-    result = medalign_analysis(table, columns)
-    written = write_report(result, plan.out / "report")
+    _, written = mt.report(table, "computed reference (key_facts)", "key_facts", plan.out / "report")
     return ["report: " + ", ".join(str(p) for p in written)]
 
 

@@ -22,6 +22,9 @@ from clinieval.task import PromptTemplate, Task
 from clinieval.tasks.medalign import MEDALIGN_PROMPT, StrategyOptions, context_policy
 from clinieval.types import GenerationConfig, Sample
 
+DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
+"""The paper's source-free metrics that run here (BLEURT and LENS need local checkpoints)."""
+
 GENERATION = GenerationConfig(temperature=0.0, max_tokens=256, seed=0)
 """MedAlign limits answers to 256 tokens; greedy decoding so reruns agree."""
 

@@ -28,12 +28,24 @@ from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
 from clinieval.runs import SCORES, RunDir
-from clinieval.types import Sample
+from clinieval.types import JSON, Sample
 
 JUDGE_COLUMNS = {"correct": "judge_correct", "score": "judge_score"}
 """How a judge rubric's fields are named in the table (the rubric's file is ``scores/<rubric>.jsonl``)."""
 
 _REVIEW_COLUMNS = ("instruction_id", "model", "rank", "correct")
+
+ANALYSIS_METRICS = (
+    "rougeL",
+    "chrf++",
+    "google_bleu",
+    "meteor",
+    "bertscore_f1",
+    "judge_correct",
+    "judge_score",
+    "key_facts",
+)
+"""Score columns the report compares with the reference ranking, when the table has them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,3 +335,24 @@ def _add_metrics(cells: list[tuple[Row, dict[str, object]]], metrics: Sequence[s
         for output, result in metric.compute(answers, golds).items():
             for (_, c), value in zip(cells, result.values, strict=True):
                 c[output] = value
+
+
+def report(
+    table: LongTable,
+    label: str,
+    reference: str | None,
+    out: Path,
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[JSON, list[Path]]:
+    """The MedAlign analysis of ``table`` written to ``out`` (JSON, Markdown, HTML): every
+    :data:`ANALYSIS_METRICS` column it has, except the ``reference`` the ranking was computed from."""
+    from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
+    from clinieval.report.medalign import write_report
+
+    metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != reference)
+    columns = MedAlignColumns(metrics=metrics, reference_label=label)
+    result = medalign_analysis(table, columns, level=level, resamples=resamples, seed=seed)
+    return result, write_report(result, out)
