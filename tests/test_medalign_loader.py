@@ -207,3 +207,22 @@ def test_release_analysis_uses_the_clinicians_rankings(release: Path, tmp_path: 
     (release / "clinician-reviewed-model-responses.tsv").write_text("instruction_id\tmodel_name\n1\tx\n")
     broken = run_cli("medalign", "analyze", "--release", str(release), "--out", str(tmp_path / "r2"))
     assert broken.returncode == 2 and "model_rank" in broken.stderr and not (tmp_path / "r2").exists()
+
+
+def test_release_run_records_the_release_file_in_the_manifest(release: Path, tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+    from tests.fault_server import FaultServer
+
+    with FaultServer(answer="An ischemic stroke.") as server:
+        done = run_cli(
+            "medalign", "run", "--release", str(release), "-m", f"openai:{server.url}@fault",
+            "--tokenizer", "tiktoken:cl100k_base", "--max-context", "4096", "--strategy", "keep-recent",
+            "--metric", "rougeL", "--out", str(tmp_path / "arms"), "--no-progress",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [arm] = list((tmp_path / "arms").iterdir())
+    manifest = json.loads((arm / "manifest.json").read_text())
+    assert list(manifest["data"]) == [str(release / RESPONSES_FILE)]
+    assert manifest["samples"] == 2  # the two instructions with Annotator_1's gold

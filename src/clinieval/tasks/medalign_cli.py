@@ -133,7 +133,11 @@ def run(
         overwrite=overwrite,
         progress=progress,
     )
-    data = [p for p in (instructions, release) if p is not None and p.is_file()]
+    from clinieval.tasks.medalign import RESPONSES_FILE
+
+    # the files whose hashes the manifest records (the release folder: its instruction/response TSV)
+    sources = (instructions, release / RESPONSES_FILE if release is not None else None)
+    data = [p for p in sources if p is not None and p.is_file()]
     for spec in model:
         for strat in strategy:
             arm_dir = out / arm_dir_name(spec, strat)
