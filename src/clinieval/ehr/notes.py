@@ -8,13 +8,23 @@ of their notes: level 1 up to 3,500 tokens, level 2 up to 7,500, longer ones exc
 
 from __future__ import annotations
 
+import csv
+import gzip
 import re
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from clinieval.errors import UserError
 
 MAX_NOTES = 3
 LEVEL_1_MAX_TOKENS = 3_500
 LEVEL_2_MAX_TOKENS = 7_500
+
+DISCHARGE_COLUMNS: tuple[str, ...] = ("subject_id", "hadm_id", "charttime", "text")
+"""The columns of MIMIC-IV-Note ``discharge.csv(.gz)`` that EHRNoteQA reads (others are ignored)."""
 
 _NEWLINE_SPACE = re.compile(r"(\n\s*|\s*\n)")
 _MULTI_SPACE = re.compile(r"\s{2,}")
@@ -79,3 +89,56 @@ def level_for(total_tokens: int) -> int | None:
     if total_tokens <= LEVEL_2_MAX_TOKENS:
         return 2
     return None
+
+
+def _open_text(path: Path) -> TextIO:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def iter_discharge_notes(path: Path, subjects: Collection[str] | None = None) -> Iterator[DischargeNote]:
+    """Stream the notes of ``discharge.csv`` or ``discharge.csv.gz``, only ``subjects``' if given.
+
+    Streaming with a subject filter keeps memory at the notes wanted: the full MIMIC-IV-Note file
+    holds about 330,000 summaries. A missing column or an unreadable row is one UserError naming
+    the file and the line; a ``note_type`` other than ``DS`` (a radiology file given by mistake)
+    is refused rather than read as discharge summaries.
+    """
+    if not path.is_file():
+        raise UserError(f"{path}: discharge notes file not found (MIMIC-IV-Note discharge.csv or .csv.gz)")
+    csv.field_size_limit(sys.maxsize)  # a discharge summary is one quoted multi-line field
+    wanted = None if subjects is None else set(subjects)
+    try:
+        with _open_text(path) as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            missing = [c for c in DISCHARGE_COLUMNS if c not in header]
+            if missing:
+                raise UserError(
+                    f"{path}: missing column(s) {', '.join(missing)}; "
+                    f"the header is {', '.join(header) or '(empty)'}"
+                )
+            for row in reader:
+                kind = row.get("note_type")
+                if kind not in (None, "", "DS"):
+                    raise UserError(
+                        f"{path}:{reader.line_num}: note_type {kind!r} is not a discharge summary (DS)"
+                    )
+                if wanted is not None and row["subject_id"] not in wanted:
+                    continue
+                if any(row[c] is None for c in DISCHARGE_COLUMNS):
+                    raise UserError(f"{path}:{reader.line_num}: the row has fewer fields than the header")
+                yield DischargeNote.from_row(row)
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
+        raise UserError(f"{path}: cannot read the discharge notes ({e})") from None
+
+
+def read_discharge_notes(
+    path: Path, subjects: Collection[str] | None = None
+) -> dict[str, list[DischargeNote]]:
+    """Each subject's notes from ``discharge.csv(.gz)``, in file order (select_notes sorts them)."""
+    out: dict[str, list[DischargeNote]] = {}
+    for note in iter_discharge_notes(path, subjects):
+        out.setdefault(note.subject_id, []).append(note)
+    return out
