@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -70,9 +70,12 @@ class CachedCalls:
         value = await self.through("generate", task.generation.to_dict(), prompt, repeat, call)
         return ModelOutput.from_dict(value)
 
-    async def loglikelihood(self, record: SampleRecord) -> LoglikOutput:
+    async def loglikelihood(
+        self, record: SampleRecord, continuations: Sequence[str] | None = None
+    ) -> LoglikOutput:
+        """Score ``continuations`` (default: the sample's choices) after the rendered prompt."""
         prompt = self.model.render(record.messages)
-        choices = list(record.sample.choices)
+        choices = list(record.sample.choices if continuations is None else continuations)
 
         async def call() -> JSON:
             return (await self.model.loglikelihood(prompt, choices)).to_dict()
@@ -110,7 +113,7 @@ async def _ask(task: Task, calls: CachedCalls, record: SampleRecord) -> None:
     if task.needs_generation:
         record.output = await calls.generate(task, record.messages, record.repeat)
     if task.needs_loglikelihood and record.sample.choices:
-        record.loglik = await calls.loglikelihood(record)
+        record.loglik = await calls.loglikelihood(record, task.loglik_continuations(record.sample))
 
 
 async def _refine(

@@ -188,3 +188,17 @@ def _first_difference(old: JSON, new: JSON, prefix: str = "") -> str:
             return _first_difference(a, b, where + ".")
         return f"{where} was {json.dumps(a)[:80]}, now {json.dumps(b)[:80]}"
     return "fingerprint differs"
+
+
+def find_run_dirs(paths: list[Path]) -> list[Path]:
+    """The run directories among ``paths``; a folder holding run directories stands for them all."""
+    out: list[Path] = []
+    for p in paths:
+        if (p / MANIFEST).is_file():
+            out.append(p)
+            continue
+        inner = sorted(d for d in p.iterdir() if (d / MANIFEST).is_file()) if p.is_dir() else []
+        if not inner:
+            raise UserError(f"{p}: not a run directory, nor a folder of run directories")
+        out.extend(inner)
+    return out

@@ -16,27 +16,34 @@ from clinieval.types import JSON, GenerationConfig, Message, Sample
 
 @dataclass(frozen=True, slots=True)
 class PromptTemplate:
-    """``str.format``-style templates over ``{input}``, ``{context}`` and ``{choices}``.
+    """``str.format``-style templates over ``{input}``, ``{context}``, ``{choices}`` and ``{options}``.
 
     The question and the record are separate fields so a context policy can trim the record and
-    never the question.
+    never the question. ``{choices}`` is the choices joined by commas (``yes, no, maybe``);
+    ``{options}`` is one lettered line per choice (``A. first`` / ``B. second`` ...), the layout of
+    lettered multiple-choice prompts such as EHRNoteQA's.
     """
 
     user: str
     system: str | None = None
 
     def __post_init__(self) -> None:
-        allowed = {"input", "context", "choices"}
+        allowed = {"input", "context", "choices", "options"}
         for text in (self.user, self.system or ""):
             for _, name, _, _ in string.Formatter().parse(text):
                 if name is not None and name not in allowed:
                     raise UserError(
-                        f"prompt template field {{{name}}} is unknown; use {{input}}, {{context}} "
-                        "or {choices}"
+                        f"prompt template field {{{name}}} is unknown; use {{input}}, {{context}}, "
+                        "{choices} or {options}"
                     )
 
     def messages(self, sample: Sample, context: str) -> list[Message]:
-        fields = {"input": sample.input, "context": context, "choices": ", ".join(sample.choices)}
+        fields = {
+            "input": sample.input,
+            "context": context,
+            "choices": ", ".join(sample.choices),
+            "options": option_lines(sample.choices),
+        }
         out: list[Message] = []
         if self.system:
             out.append(Message("system", self.system.format(**fields)))
@@ -45,6 +52,21 @@ class PromptTemplate:
 
     def to_dict(self) -> JSON:
         return {"system": self.system, "user": self.user}
+
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def option_lines(choices: Sequence[str]) -> str:
+    """``A. first`` / ``B. second`` ..., one line per choice."""
+    if len(choices) > len(LETTERS):
+        raise UserError(f"{len(choices)} choices: lettered options stop at {len(LETTERS)}")
+    return "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+
+
+def same_choices(sample: Sample) -> tuple[str, ...]:
+    """The default log-likelihood continuations: the sample's choices as written."""
+    return sample.choices
 
 
 class ContextPolicy(Protocol):
@@ -100,6 +122,9 @@ class Task:
     context_policy: ContextPolicy = field(default_factory=FullContext)
     data_files: list[Path] = field(default_factory=list)
     params: JSON = field(default_factory=dict)
+    loglik_continuations: Callable[[Sample], tuple[str, ...]] = same_choices
+    """What a log-likelihood request scores after the prompt (a task may score option letters
+    and option texts in one request; its scorers know the layout)."""
 
     @property
     def needs_generation(self) -> bool:

@@ -311,3 +311,9 @@ def render_markdown(result: JSON) -> str:
     if result["undefined"]:
         lines += ["## Undefined statistics", "", *(f"- {_esc(u)}" for u in result["undefined"]), ""]
     return "\n".join(lines)
+
+
+# Public names for other reports: one escaping rule and one number format for every Markdown table.
+md_escape = _esc
+md_number = _f
+md_table = _table

@@ -83,3 +83,15 @@ def _llamacpp(target: str, opts: BackendOptions) -> Model:
     entry = find_embedded(target)
     chat = entry.chat if opts.chat is None else opts.chat
     return LlamaCppModel(entry.locate(), name=entry.name, chat=chat, n_ctx=opts.n_ctx)
+
+
+def model_short_name(model_spec: str) -> str:
+    """The model part of a spec without backend or folders (``llamacpp:/m/x.gguf`` -> ``x.gguf``)."""
+    return model_spec.split(":", 1)[-1].rsplit("/", 1)[-1]
+
+
+def arm_dir_name(model_spec: str, variant: str) -> str:
+    """A run-directory name for a model under one variant (a strategy, an answer format)."""
+    from clinieval.fsutil import slug
+
+    return f"{slug(model_short_name(model_spec))}-{variant}"

@@ -315,7 +315,8 @@ def parse_score(text: str, low: float, high: float, *, label: str = "score", int
 
 def labelled_text(text: str, label: str) -> str | None:
     """Everything after ``LABEL:`` on its line and below (e.g. a ``Reasoning:`` section)."""
-    m = re.search(rf"(?im)^[\W_]*{re.escape(label)}[\W_]*?\s*:\s*", text)
+    # markup closing the label ("**Reasoning:** ...") is not part of the text
+    m = re.search(rf"(?im)^[\W_]*{re.escape(label)}[\W_]*?\s*:\s*[*_`]*\s*", text)
     if m is None:
         return None
     rest = text[m.end() :].strip()

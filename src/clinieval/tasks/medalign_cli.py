@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from clinieval.errors import UserError
+from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.analysis.table import LongTable
@@ -111,9 +112,10 @@ def run(
 
     Re-running the same command resumes each arm where it stopped.
     """
+    from clinieval.models.spec import arm_dir_name
     from clinieval.task import PromptTemplate
     from clinieval.tasks.medalign import MEDALIGN_PROMPT, STRATEGIES, StrategyOptions
-    from clinieval.tasks.medalign_run import DEFAULT_METRICS, ArmSettings, arm_dir_name, run_arm
+    from clinieval.tasks.medalign_run import DEFAULT_METRICS, ArmSettings, run_arm
 
     bad = [s for s in strategy if s not in STRATEGIES]
     if bad:
@@ -306,22 +308,6 @@ def judge(
         )
         if s.warning:
             typer.echo(f"warning: {s.warning}", err=True)
-
-
-def run_dirs(paths: list[Path]) -> list[Path]:
-    """The run directories among ``paths``; a folder holding run directories stands for them all."""
-    from clinieval.runs import MANIFEST
-
-    out: list[Path] = []
-    for p in paths:
-        if (p / MANIFEST).is_file():
-            out.append(p)
-            continue
-        inner = sorted(d for d in p.iterdir() if (d / MANIFEST).is_file()) if p.is_dir() else []
-        if not inner:
-            raise UserError(f"{p}: not a run directory, nor a folder of run directories")
-        out.extend(inner)
-    return out
 
 
 @app.command()

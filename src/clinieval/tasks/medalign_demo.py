@@ -87,7 +87,8 @@ async def run_demo(plan: DemoPlan) -> list[str]:
 async def _run_arms(
     plan: DemoPlan, samples: list[Sample], data_files: list[Path], lines: list[str]
 ) -> list[Path]:
-    from clinieval.tasks.medalign_run import DEFAULT_METRICS, arm_dir_name, run_arm
+    from clinieval.models.spec import arm_dir_name
+    from clinieval.tasks.medalign_run import DEFAULT_METRICS, run_arm
 
     settings = _settings(plan, DEFAULT_METRICS)
     arms: list[Path] = []
@@ -151,8 +152,9 @@ def _public_csv(plan: DemoPlan) -> tuple[Path, Path]:
 
 
 async def _public(plan: DemoPlan) -> list[str]:
+    from clinieval.models.spec import arm_dir_name
     from clinieval.tasks.medalign import load_generic
-    from clinieval.tasks.medalign_run import arm_dir_name, run_arm
+    from clinieval.tasks.medalign_run import run_arm
 
     csv_path, ehr_dir = _public_csv(plan)
     samples = load_generic(csv_path, ehr_dir)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.models.spec import BackendOptions, model_short_name, parse_model_spec
 from clinieval.scoring.scorers import Answered, Scorer
 from clinieval.session import RunRequest, RunResult, run_evaluation
 from clinieval.summary import ScorerSummary
@@ -56,21 +56,9 @@ class ArmResult:
         return arm_label(self.model_spec, self.strategy)
 
 
-def model_short_name(model_spec: str) -> str:
-    """The model part of a spec without backend or folders (``llamacpp:/m/x.gguf`` -> ``x.gguf``)."""
-    return model_spec.split(":", 1)[-1].rsplit("/", 1)[-1]
-
-
 def arm_label(model_spec: str, strategy: str) -> str:
     """How an arm is named in tables: the model as given, then the strategy."""
     return f"{model_short_name(model_spec)}/{strategy}"
-
-
-def arm_dir_name(model_spec: str, strategy: str) -> str:
-    """The arm's run-directory name inside an output folder."""
-    from clinieval.fsutil import slug
-
-    return f"{slug(model_short_name(model_spec))}-{strategy}"
 
 
 def scorers_for(samples: Sequence[Sample]) -> list[Scorer]:

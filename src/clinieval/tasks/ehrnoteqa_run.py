@@ -1,0 +1,165 @@
+"""EHRNoteQA arms: one model in one answer format, generated, scored, then judged.
+
+An *arm* is (model, format): ``mc`` answers the five-option prompt and is scored three ways
+(judge, letter extraction, option log-likelihood); ``free`` answers without the options and is
+scored by the 0/1 judge. Each arm is its own run directory (manifest, append-only samples,
+request cache), so arms resume independently; judging is a later step over the same folder, and
+its requests share the folder's cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clinieval.errors import UserError
+from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.runs import RunDir
+from clinieval.scoring.judge import JudgeResult, Rubric, judge_run
+from clinieval.scoring.scorers import Answered, Scorer
+from clinieval.session import RunRequest, RunResult, run_evaluation
+from clinieval.task import Task
+from clinieval.tasks.ehrnoteqa import FORMATS, GENERATION, PROMPTS, Format
+from clinieval.tasks.ehrnoteqa_scoring import (
+    ChoiceJudgeRubric,
+    FreeTextJudgeRubric,
+    LetterExtraction,
+    OptionLoglik,
+    option_continuations,
+)
+from clinieval.types import GenerationConfig, Sample
+
+JUDGE_GENERATION = GenerationConfig(temperature=0.0, seed=0, max_tokens=16)
+"""The multiple-choice judge answers one word; 16 tokens leave room for "Yes." and markup."""
+
+FREE_JUDGE_GENERATION = GenerationConfig(temperature=0.0, seed=0, max_tokens=256)
+"""The free-text judge writes ``Score:`` and a short reasoning."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmSettings:
+    """Everything about an arm except the model and the format."""
+
+    generation: GenerationConfig = GENERATION
+    loglik: bool = True
+    backend: BackendOptions = field(default_factory=BackendOptions)
+    limit: int | None = None
+    concurrency: int | None = None
+    overwrite: bool = False
+    progress: bool = True
+
+
+def check_format(fmt: str) -> Format:
+    for known in FORMATS:
+        if fmt == known:
+            return known
+    raise UserError(f"format {fmt!r} is unknown; choose from {', '.join(FORMATS)}")
+
+
+def scorers_for(fmt: Format, loglik: bool) -> list[Scorer]:
+    """``mc``: letter extraction, plus both log-likelihood variants unless turned off; ``free``:
+    whether an answer came back (its correctness is the judge's)."""
+    if fmt == "free":
+        return [Answered()]
+    scorers: list[Scorer] = [LetterExtraction()]
+    if loglik:
+        scorers += [OptionLoglik("letter"), OptionLoglik("text")]
+    return scorers
+
+
+def ehrnoteqa_task(
+    samples: Sequence[Sample], fmt: Format, settings: ArmSettings, data_files: Sequence[Path] = ()
+) -> Task:
+    kept = list(samples)
+    return Task(
+        name=f"ehrnoteqa-{fmt}",
+        load=lambda: list(kept),
+        prompt=PROMPTS[fmt],
+        scorers=scorers_for(fmt, settings.loglik),
+        generation=settings.generation,
+        data_files=list(data_files),
+        params={"format": fmt, "loglik_continuations": "letters+texts"},
+        loglik_continuations=option_continuations,
+    )
+
+
+async def run_arm(
+    samples: Sequence[Sample],
+    model_spec: str,
+    fmt: Format,
+    out: Path,
+    settings: ArmSettings,
+    data_files: Sequence[Path] = (),
+) -> RunResult:
+    """Generate (and score log-likelihoods) for one arm, resuming whatever ``out`` holds."""
+    task = ehrnoteqa_task(samples, fmt, settings, data_files)
+    model = parse_model_spec(model_spec, settings.backend)
+    request = RunRequest(
+        task=task,
+        model=model,
+        model_spec=model_spec,
+        out=out,
+        default_out=lambda _: out,
+        limit=settings.limit,
+        concurrency=settings.concurrency,
+        overwrite=settings.overwrite,
+        progress=settings.progress,
+    )
+    return await run_evaluation(request)
+
+
+def arm_format(run: RunDir) -> Format:
+    """The format an arm was run in, from its manifest (refusing runs of other tasks)."""
+    task = run.manifest().get("spec", {}).get("task", {})
+    fmt = (task.get("params") or {}).get("format")
+    if not str(task.get("name", "")).startswith("ehrnoteqa-") or fmt not in FORMATS:
+        raise UserError(f"{run.path}: not an EHRNoteQA run (made by `clinieval ehrnoteqa run`)")
+    return check_format(str(fmt))
+
+
+def arm_model(run: RunDir) -> str:
+    """The model spec an arm was run with."""
+    return str(run.manifest().get("spec", {}).get("model", {}).get("spec", run.path.name))
+
+
+def rubric_for(fmt: Format) -> Rubric:
+    return ChoiceJudgeRubric() if fmt == "mc" else FreeTextJudgeRubric()
+
+
+def judge_generation(fmt: Format, max_tokens: int | None = None) -> GenerationConfig:
+    from dataclasses import replace
+
+    base = JUDGE_GENERATION if fmt == "mc" else FREE_JUDGE_GENERATION
+    return base if max_tokens is None else replace(base, max_tokens=max_tokens)
+
+
+async def judge_arm(
+    path: Path,
+    judge_spec: str,
+    *,
+    repeats: int = 5,
+    backend: BackendOptions | None = None,
+    max_tokens: int | None = None,
+    concurrency: int | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+) -> JudgeResult:
+    """Judge an arm's answers ``repeats`` times with the rubric of its format."""
+    run = RunDir.open(path)
+    fmt = arm_format(run)
+    judge = parse_model_spec(judge_spec, backend or BackendOptions())
+    try:
+        await judge.check()
+        return await judge_run(
+            run,
+            judge,
+            rubric_for(fmt),
+            repeats=repeats,
+            generation=judge_generation(fmt, max_tokens),
+            concurrency=concurrency,
+            progress=progress,
+            limit=limit,
+        )
+    finally:
+        await judge.aclose()

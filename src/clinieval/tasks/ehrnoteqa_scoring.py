@@ -1,0 +1,244 @@
+"""EHRNoteQA's three scoring modes: the LLM judge, answer-letter extraction, option log-likelihood.
+
+* **Judge** (the paper's mode): :class:`ChoiceJudgeRubric` is Appendix A.3's yes/no prompt,
+  verbatim; :class:`FreeTextJudgeRubric` the 0/1 judge of free-text answers that also sees the
+  notes. Both run through :func:`clinieval.scoring.judge.judge_run` (repeats as distinct cached
+  requests, unreadable verdicts unscored and counted, never "no").
+* **Letter extraction** (:class:`LetterExtraction`): deterministic, no second model. It reads
+  the letter a generated answer gives (``B``, ``(B)``, ``B. text``, ``The answer is B``) or, failing
+  that, the one option whose text the answer contains.
+* **Log-likelihood** (:class:`OptionLoglik`): the option whose letter (or text) the model finds
+  most likely after the prompt; no generation at all. One request scores the five letters and
+  the five texts (:func:`option_continuations`), so both variants cost one prompt evaluation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from clinieval.errors import UserError
+from clinieval.records import SampleRecord
+from clinieval.scoring.judge import Verdict, labelled_text, parse_score, parse_yes_no
+from clinieval.scoring.scorers import Needs
+from clinieval.task import LETTERS, option_lines
+from clinieval.types import Message, Sample, Score
+
+# --------------------------------------------------------------------------------------------
+# Log-likelihood of the options
+
+
+def option_continuations(sample: Sample) -> tuple[str, ...]:
+    """`` A`` .. `` E`` then `` <text A>`` .. `` <text E>``: what one log-likelihood request scores.
+
+    The leading space is the delimiter after the prompt's ``Answer :`` (as lm-evaluation-harness
+    joins a prompt and its target).
+    """
+    letters = tuple(f" {LETTERS[i]}" for i in range(len(sample.choices)))
+    return (*letters, *(f" {c}" for c in sample.choices))
+
+
+@dataclass(frozen=True, slots=True)
+class OptionLoglik:
+    """Accuracy of the most likely option letter (``mode="letter"``) or option text (``"text"``)."""
+
+    mode: Literal["letter", "text"] = "letter"
+    needs: Needs = "loglikelihood"
+    needs_choices: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"loglik_{self.mode}"
+
+    def score(self, record: SampleRecord) -> Score:
+        ll = record.loglik
+        if ll is None:
+            raise UserError(
+                f"scorer {self.name}: the run holds no log-likelihoods; run it without --no-loglik"
+            )
+        if not ll.ok:
+            return Score(value=None, explanation=ll.error_message, metadata={"error_kind": ll.error_kind})
+        n = len(record.sample.choices)
+        if len(ll.logliks) != 2 * n:
+            raise UserError(
+                f"scorer {self.name}: sample {record.sample.id} has {len(ll.logliks)} log-likelihoods, "
+                f"expected {2 * n} (letters then texts); was the run made by `clinieval ehrnoteqa run`?"
+            )
+        values = ll.logliks[:n] if self.mode == "letter" else ll.logliks[n:]
+        best = max(range(n), key=lambda i: values[i])
+        letter = LETTERS[best]
+        gold = str(record.sample.metadata.get("answer"))
+        return Score(
+            value=1.0 if letter == gold else 0.0,
+            answer=letter,
+            metadata={"logliks": dict(zip(LETTERS[:n], values, strict=True))},
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Deterministic letter extraction
+
+_MARKUP = re.compile(r"[*_`#]+")
+# The whole answer is a letter, or starts with one set off as a label: "B", "B.", "(B)", "B) x".
+# A bare "A " is not a label ("A 65-year-old ..." is prose), so it is left to the other readers.
+_LEADING = re.compile(r"^\s*(?:\(([A-E])\)|\[([A-E])\]|([A-E])(?:\s*[.):]|\s*$))")
+_CUE = re.compile(
+    r"(?i:\b(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|:))?)\s*[:\-]?\s*[\(\[]?([A-E])(?![A-Za-z0-9'])"
+)
+_NORM = re.compile(r"[^a-z0-9]+")
+
+
+def _norm(text: str) -> str:
+    return " " + _NORM.sub(" ", text.lower()).strip() + " "
+
+
+def _by_text(answer: str, choices: tuple[str, ...]) -> str | None:
+    """The one option whose text the answer contains (an option inside a longer one yields)."""
+    said = _norm(answer)
+    found = [i for i, c in enumerate(choices) if _norm(c).strip() and _norm(c) in said]
+    found = [i for i in found if not any(j != i and _norm(choices[i]) in _norm(choices[j]) for j in found)]
+    return LETTERS[found[0]] if len(found) == 1 else None
+
+
+def extract_letter(answer: str, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(letter, how it was read) from a generated answer; (None, None) when it names no option.
+
+    Readers in order: a leading label, an "answer is X" cue, then the option text. Letters must be
+    capitals, so the article "a" is never an answer.
+    """
+    text = _MARKUP.sub("", answer)
+    m = _LEADING.match(text)
+    if m:
+        return next(g for g in m.groups() if g), "label"
+    m = _CUE.search(text)
+    if m:
+        return m.group(1), "cue"
+    letter = _by_text(text, choices)
+    return (letter, "text") if letter else (None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class LetterExtraction:
+    """Accuracy of the option read out of the generated answer.
+
+    An answer that names no option is wrong (the model did not choose) and flagged ``unparsed``
+    so its rate is reported; a failed model call stays unscored with its error kind.
+    """
+
+    name: str = "letter_extract"
+    needs: Needs = "generate"
+    needs_choices: bool = True
+
+    def score(self, record: SampleRecord) -> Score:
+        out = record.output
+        if out is None:
+            raise UserError(f"scorer {self.name}: the run holds no generated text")
+        if not out.ok:
+            return Score(value=None, explanation=out.error_message, metadata={"error_kind": out.error_kind})
+        letter, how = extract_letter(out.text, record.sample.choices)
+        gold = str(record.sample.metadata.get("answer"))
+        return Score(
+            value=1.0 if letter == gold else 0.0,
+            answer=letter,
+            metadata={"unparsed": letter is None, "read_by": how},
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Judge rubrics
+
+CHOICE_JUDGE_PROMPT = (
+    "Your task is to evaluate the provided model output by determining whether it matches the correct "
+    "answer from the multiple-choice options provided. The model output is correct and should be met "
+    'with a "yes" if it accurately reflects the content of the correct answer choice, not necessarily '
+    "its exact wording. If the content of the model output aligns with the correct answer choice, "
+    'despite any additional details or varied phrasing, you are to respond "yes". Should the model '
+    "output diverge in meaning or substance from the correct answer\u2014whether by selecting an "
+    "alternative choice or providing a response not aligning with any provided options\u2014a response "
+    'of "no" is necessary. Model Output: {output} Answer Choices: {choices} Correct Answer: {answer} '
+    "With the given information, do you conclude that the model output substantively matches the "
+    'correct answer provided? Respond solely with "yes" or "no"'
+)
+"""EHRNoteQA Appendix A.3, verbatim."""
+
+FREE_TEXT_JUDGE_PROMPT = (
+    "You are given a patient's discharge summaries, a question about them, the correct answer and "
+    "a model's answer. Decide whether the model's answer is correct.\n\n"
+    "Discharge Summary :\n{notes}\n\n"
+    "Question : {question}\n"
+    "Correct Answer : {answer}\n"
+    "Model Answer : {output}\n\n"
+    "Score 1 if the model's answer is correct: it conveys the content of the correct answer, in "
+    "any wording. Score 0 if it is incorrect, or if it claims that the discharge summaries do not "
+    "contain the answer.\n"
+    "Reply in exactly this format:\n"
+    "Score: <0 or 1>\n"
+    "Reasoning: <your explanation>"
+)
+"""The project's wording of the public code's free-text judge (its reply format is the paper's:
+``Score: 0|1`` then ``Reasoning:``); the paper does not print this prompt."""
+
+
+def _gold(record: SampleRecord) -> tuple[str, str]:
+    letter = str(record.sample.metadata.get("answer"))
+    if letter not in LETTERS[: len(record.sample.choices)]:
+        raise UserError(f"sample {record.sample.id}: no answer letter; was it loaded by clinieval ehrnoteqa?")
+    return letter, record.sample.choices[LETTERS.index(letter)]
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceJudgeRubric:
+    """The paper's judge of multiple-choice answers: yes (1) or no (0)."""
+
+    name: str = "ehrnoteqa_judge"
+    fields: tuple[str, ...] = ("correct",)
+
+    def messages(self, record: SampleRecord) -> list[Message]:
+        assert record.output is not None
+        letter, text = _gold(record)
+        prompt = CHOICE_JUDGE_PROMPT.format(
+            output=record.output.text.strip(),
+            choices=option_lines(record.sample.choices),
+            answer=f"{letter}. {text}",
+        )
+        return [Message("user", prompt)]
+
+    def parse(self, text: str) -> Verdict:
+        return Verdict({"correct": 1.0 if parse_yes_no(text) else 0.0})
+
+
+@dataclass(frozen=True, slots=True)
+class FreeTextJudgeRubric:
+    """The 0/1 judge of free-text answers, shown the notes; ``Score: N`` then ``Reasoning:``."""
+
+    name: str = "ehrnoteqa_free_judge"
+    fields: tuple[str, ...] = ("correct",)
+
+    def messages(self, record: SampleRecord) -> list[Message]:
+        assert record.output is not None
+        _, text = _gold(record)
+        prompt = FREE_TEXT_JUDGE_PROMPT.format(
+            notes=record.sample.context,
+            question=record.sample.input,
+            answer=text,
+            output=record.output.text.strip(),
+        )
+        return [Message("user", prompt)]
+
+    def parse(self, text: str) -> Verdict:
+        # Only a 0/1 score counts: "Score: correct" or a bare yes/no is a VerdictParseError (unscored).
+        value = parse_score(text, 0, 1)
+        return Verdict({"correct": value}, rationale=labelled_text(text, "Reasoning"))
+
+
+__all__ = [
+    "CHOICE_JUDGE_PROMPT",
+    "FREE_TEXT_JUDGE_PROMPT",
+    "ChoiceJudgeRubric",
+    "FreeTextJudgeRubric",
+    "LetterExtraction",
+    "OptionLoglik",
+    "extract_letter",
+    "option_continuations",
+]
