@@ -27,11 +27,15 @@ app = typer.Typer(
 
 
 def _add_subcommands() -> None:
+    from clinieval.correlate_cli import correlate
     from clinieval.ehr.cli import app as ehr_app
+    from clinieval.tasks.ehrnoteqa_cli import app as ehrnoteqa_app
     from clinieval.tasks.medalign_cli import app as medalign_app
 
     app.add_typer(ehr_app, name="ehr")
     app.add_typer(medalign_app, name="medalign")
+    app.add_typer(ehrnoteqa_app, name="ehrnoteqa")
+    app.command("correlate")(correlate)
 
 
 _add_subcommands()

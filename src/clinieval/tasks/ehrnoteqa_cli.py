@@ -1,0 +1,236 @@
+"""``clinieval ehrnoteqa``: run, judge, analyze, build and demo EHRNoteQA evaluations.
+
+Thin: each command parses its options, calls the library and prints. The work lives in
+:mod:`clinieval.tasks.ehrnoteqa` (loading, prompts, levels), :mod:`clinieval.tasks.ehrnoteqa_run`
+(arms and judging), :mod:`clinieval.tasks.ehrnoteqa_scoring` (the three scoring modes),
+:mod:`clinieval.analysis.ehrnoteqa` / :mod:`clinieval.report.ehrnoteqa` (the analysis) and
+:mod:`clinieval.build.ehrnoteqa` (dataset building).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clinieval.errors import UserError
+from clinieval.runs import find_run_dirs as run_dirs
+
+if TYPE_CHECKING:
+    from clinieval.models.spec import BackendOptions
+    from clinieval.tasks.ehrnoteqa import LoadedSet
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="EHRNoteQA: questions over a patient's discharge summaries (run, judge, analyze, build, demo).",
+)
+
+
+def load_set(
+    qa: Path | None, notes: Path | None, inline: Path | None, tokenizer: str, level: list[int] | None
+) -> LoadedSet:
+    """The questions from the release (``--qa`` with ``--notes``) or an inline jsonl."""
+    from clinieval.tasks.ehrnoteqa import load_inline, load_physionet
+
+    if inline is not None:
+        if qa is not None or notes is not None:
+            raise UserError("give either --inline FILE, or --qa FILE with --notes FILE, not both")
+        return load_inline(inline, tokenizer=tokenizer, levels=level)
+    if qa is None or notes is None:
+        raise UserError(
+            "say what to evaluate: --qa EHRNoteQA.jsonl --notes discharge.csv.gz (the PhysioNet release "
+            "and your MIMIC-IV-Note copy), or --inline FILE (questions with their notes inline); "
+            "`clinieval ehrnoteqa demo` builds a synthetic set"
+        )
+    return load_physionet(qa, notes, tokenizer=tokenizer, levels=level)
+
+
+def backend_options(
+    n_ctx: int, timeout: float, retries: int, concurrency: int | None, allow_host: list[str] | None
+) -> BackendOptions:
+    from clinieval.models.spec import BackendOptions
+
+    return BackendOptions(
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_retries=retries,
+        n_ctx=n_ctx,
+        allow_hosts=tuple(allow_host or ()),
+    )
+
+
+@app.command()
+def run(
+    model: Annotated[list[str], typer.Option("--model", "-m", help="model spec (repeatable: one arm each)")],
+    out: Annotated[Path, typer.Option(help="folder for the arms' run directories (one per model x format)")],
+    qa: Annotated[Path | None, typer.Option(help="the EHRNoteQA QA jsonl (PhysioNet)")] = None,
+    notes: Annotated[Path | None, typer.Option(help="MIMIC-IV-Note discharge.csv or .csv.gz")] = None,
+    inline: Annotated[Path | None, typer.Option(help="a jsonl with the notes inline (instead)")] = None,
+    answer_format: Annotated[
+        list[str] | None, typer.Option("--format", help="mc (multiple choice) and/or free (repeatable)")
+    ] = None,
+    level: Annotated[list[int] | None, typer.Option(help="keep only this level (1 or 2; repeatable)")] = None,
+    level_tokenizer: Annotated[
+        str, typer.Option(help="tokenizer that assigns levels (the paper: by note length in tokens)")
+    ] = "tiktoken:cl100k_base",
+    loglik: Annotated[bool, typer.Option(help="also score the options by log-likelihood (mc)")] = True,
+    max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (the paper: 600)")] = 600,
+    limit: Annotated[int | None, typer.Option(help="evaluate only the first N questions")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
+    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model (Level 2 needs 8k)")] = 8192,
+    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
+    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
+    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
+    overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """Answer every question with every model in each format; score letters and log-likelihoods.
+
+    Re-running the same command resumes each arm where it stopped. Judge afterwards with
+    `clinieval ehrnoteqa judge`.
+    """
+    import dataclasses
+
+    from clinieval.models.spec import arm_dir_name
+    from clinieval.tasks.ehrnoteqa import GENERATION
+    from clinieval.tasks.ehrnoteqa_run import ArmSettings, check_format, run_arm
+
+    formats = [check_format(f) for f in (answer_format or ["mc"])]
+    loaded = load_set(qa, notes, inline, level_tokenizer, level)
+    typer.echo(loaded.describe())
+    for w in loaded.warnings:
+        typer.echo(f"warning: {w}", err=True)
+    if not loaded.samples:
+        raise UserError("no question is left to evaluate after the level filter")
+    settings = ArmSettings(
+        generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
+        loglik=loglik,
+        backend=backend_options(n_ctx, timeout, retries, concurrency, allow_host),
+        limit=limit,
+        concurrency=concurrency,
+        overwrite=overwrite,
+        progress=progress,
+    )
+    for spec in model:
+        for fmt in formats:
+            path = out / arm_dir_name(spec, fmt)
+            result = asyncio.run(run_arm(loaded.samples, spec, fmt, path, settings, loaded.files))
+            _print_run(f"{spec} ({fmt})", result)
+    typer.echo(f"next: clinieval ehrnoteqa judge {out} --judge MODEL, then clinieval ehrnoteqa analyze {out}")
+
+
+def _print_run(label: str, result: object) -> None:
+    from rich.console import Console
+
+    from clinieval.session import RunResult
+    from clinieval.summary import render_table
+
+    assert isinstance(result, RunResult)
+    console = Console()
+    console.print(render_table(result.summaries, title=f"{label}: {result.run_path}"))
+    console.print(result.stats_line)
+
+
+@app.command()
+def judge(
+    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
+    judge_model: Annotated[
+        str, typer.Option("--judge", help="the judge's model spec (not the model under test)")
+    ],
+    repeats: Annotated[int, typer.Option(min=1, help="judge each answer N times (the paper: 5)")] = 5,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="judge reply limit (default: 16 for mc, 256 for free)")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
+    n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 8192,
+    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
+    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
+    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """Judge every arm's answers N times: the paper's yes/no prompt for mc, the 0/1 judge for free.
+
+    Re-running resumes: finished judge requests come from each run's cache.
+    """
+    from clinieval.tasks.ehrnoteqa_run import judge_arm
+
+    backend = backend_options(n_ctx, timeout, retries, concurrency, allow_host)
+    for path in run_dirs(runs):
+        result = asyncio.run(
+            judge_arm(
+                path,
+                judge_model,
+                repeats=repeats,
+                backend=backend,
+                max_tokens=max_tokens,
+                concurrency=concurrency,
+                limit=limit,
+                progress=progress,
+            )
+        )
+        s = result.summary
+        typer.echo(
+            f"{path}: {s.scored}/{s.items} answers scored; {s.parse_failures} unparsed judge replies, "
+            f"{s.requests} requests, {s.cache_hits} cache hits -> {result.scores_path}"
+        )
+        if s.warning:
+            typer.echo(f"warning: {s.warning}", err=True)
+
+
+@app.command()
+def analyze(
+    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
+    out: Annotated[Path, typer.Option(help="folder for analysis.json and report.md")],
+) -> None:
+    """Scores in every mode side by side, their agreement, judge SD, rank stability, breakdowns."""
+    from clinieval.analysis.ehrnoteqa import analyze_runs
+    from clinieval.report.ehrnoteqa import render_markdown, write_report
+
+    result = analyze_runs(run_dirs(runs))
+    json_path, md_path = write_report(result, out)
+    typer.echo(render_markdown(result))
+    typer.echo(f"wrote {json_path} and {md_path}")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="folder for the synthetic set, the arms and the report")],
+    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 8,
+    per_patient: Annotated[int, typer.Option(min=1, help="questions per patient")] = 2,
+    seed: Annotated[int, typer.Option(help="seed of the synthetic set")] = 0,
+    model: Annotated[
+        list[str] | None, typer.Option("--model", "-m", help="models under test (default: both embedded)")
+    ] = None,
+    judge_model: Annotated[
+        str, typer.Option("--judge", help="judge model (default: the tiny embedded one, not credible)")
+    ] = "llamacpp:smollm2-135m-instruct",
+    repeats: Annotated[int, typer.Option(min=1, help="judge repeats")] = 5,
+    free: Annotated[bool, typer.Option(help="also run the free-text format")] = True,
+    max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (kept short for speed)")] = 48,
+    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+) -> None:
+    """EHRNoteQA end to end on a synthetic set: embedded models, both formats, tiny judge, report.
+
+    The synthetic set has both levels; the tiny judge is labelled as not credible in the report.
+    """
+    from clinieval.tasks.ehrnoteqa_demo import DEMO_MODELS, DemoPlan, run_demo
+
+    plan = DemoPlan(
+        out=out,
+        patients=patients,
+        per_patient=per_patient,
+        seed=seed,
+        models=tuple(model or DEMO_MODELS),
+        judge=judge_model,
+        repeats=repeats,
+        formats=("mc", "free") if free else ("mc",),
+        max_tokens=max_tokens,
+        progress=progress,
+    )
+    for line in asyncio.run(run_demo(plan)):
+        typer.echo(line)
