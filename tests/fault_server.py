@@ -8,6 +8,8 @@ requests carrying that prompt fail that way, then answers normally:
   FILTER        HTTP 400 with Azure's content-filter error body (every time)
   FILTERFINISH  HTTP 200 whose finish_reason is content_filter (every time)
 With ``hold_after``, requests past that count wait unanswered (see release()).
+With ``responder``, a normal answer's text is ``responder(prompt)`` instead of ``answer``, so a
+test can script realistic replies that depend on what was asked.
 Paths outside /v1/ answer 404.
 Every request is recorded (prompt, and whether it was answered) so tests can count repeats.
 """
@@ -20,6 +22,7 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,8 +39,15 @@ class Log:
 
 
 class FaultServer:
-    def __init__(self, delay_s: float = 0.0, answer: str = "yes", hold_after: int | None = None) -> None:
+    def __init__(
+        self,
+        delay_s: float = 0.0,
+        answer: str = "yes",
+        hold_after: int | None = None,
+        responder: Callable[[str], str] | None = None,
+    ) -> None:
         self.log = Log()
+        self.responder = responder
         # After `hold_after` admitted requests, further ones are held unanswered until release():
         # a deterministic "requests in flight" moment for kill tests.
         self.hold_after = hold_after
@@ -136,7 +146,10 @@ class FaultServer:
         if self.delay_s:
             time.sleep(self.delay_s)
         finish = "content_filter" if kind == "FILTERFINISH" else "stop"
-        text = "" if kind == "FILTERFINISH" else self.answer
+        if kind == "FILTERFINISH":
+            text = ""
+        else:
+            text = self.answer if self.responder is None else self.responder(prompt)
         h._send(
             200,
             {

@@ -30,6 +30,15 @@ app = typer.Typer(
 )
 
 
+def _add_build() -> None:
+    from clinieval.build.ehrnoteqa_cli import app as build_app
+
+    app.add_typer(build_app, name="build")
+
+
+_add_build()
+
+
 def load_set(
     qa: Path | None, notes: Path | None, inline: Path | None, tokenizer: str, level: list[int] | None
 ) -> LoadedSet:

@@ -1,0 +1,131 @@
+"""``clinieval ehrnoteqa build``: generate EHRNoteQA-style questions, then re-import their review.
+
+Thin: each command parses its options, calls :mod:`clinieval.build.ehrnoteqa` and prints. A
+:class:`~clinieval.errors.UserError` propagates to ``clinieval``'s ``main``, which prints it on one
+line and exits non-zero. Mount with ``ehrnoteqa_app.add_typer(app, name="build")``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from clinieval.build.ehrnoteqa import BuildResult, BuildSettings, Patient
+    from clinieval.models.spec import BackendOptions
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Build an EHRNoteQA-like dataset: two-step question generation, then clinician review.",
+)
+
+
+@app.command()
+def generate(
+    notes: Annotated[Path, typer.Option(help="MIMIC-IV-Note discharge.csv or discharge.csv.gz")],
+    model: Annotated[str, typer.Option("--model", "-m", help="the generator's model spec")],
+    out: Annotated[Path, typer.Option(help="build folder (cache, generated.jsonl, review.csv, summary)")],
+    patients: Annotated[
+        Path | None, typer.Option(help="file with one subject_id per line (or use --sample)")
+    ] = None,
+    sample: Annotated[
+        int | None, typer.Option(help="draw N patients with notes at random (seeded by --seed)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of --sample and of the generation")] = 0,
+    per_patient: Annotated[int, typer.Option(min=1, help="questions per patient")] = 1,
+    temperature: Annotated[float, typer.Option(help="step 1 (question) temperature; the paper: 1")] = 1.0,
+    choices_temperature: Annotated[float, typer.Option(help="step 2 (choices) temperature")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(min=1, help="reply length limit of each step")] = 1024,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="items in flight")] = None,
+    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 8192,
+    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
+    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
+    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
+    overwrite_review: Annotated[
+        bool, typer.Option(help="replace a review.csv that reviewers already wrote in")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Write a question (step 1) then five options (step 2) per patient, check them, and export
+    review.csv for clinicians. Re-running the same command resumes; a finished build asks nothing.
+    """
+    from clinieval.build.ehrnoteqa import BuildSettings, load_patients
+
+    settings = BuildSettings(
+        per_patient=per_patient,
+        seed=seed,
+        temperature=temperature,
+        choices_temperature=choices_temperature,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        progress=progress,
+        overwrite_review=overwrite_review,
+    )
+    settings.check()
+    chosen = load_patients(notes, patients_file=patients, sample=sample, seed=seed)
+    backend = _backend(n_ctx, timeout, retries, concurrency, allow_host)
+    result = asyncio.run(_generate(chosen, model, backend, out, settings))
+    typer.echo(result.to_text())
+    warning = result.summary.get("warning")
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
+
+
+def _backend(
+    n_ctx: int, timeout: float, retries: int, concurrency: int | None, allow_host: list[str] | None
+) -> BackendOptions:
+    from clinieval.models.spec import BackendOptions
+
+    return BackendOptions(
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_retries=retries,
+        n_ctx=n_ctx,
+        allow_hosts=tuple(allow_host or ()),
+    )
+
+
+async def _generate(
+    patients: list[Patient], spec: str, backend: BackendOptions, out: Path, settings: BuildSettings
+) -> BuildResult:
+    from clinieval.build.ehrnoteqa import generate_dataset
+    from clinieval.models.spec import parse_model_spec
+
+    model = parse_model_spec(spec, backend)
+    try:
+        return await generate_dataset(patients, model, out, settings)
+    finally:
+        await model.aclose()
+
+
+@app.command("import")
+def import_(
+    review: Annotated[Path, typer.Argument(help="the filled review.csv")],
+    out: Annotated[Path, typer.Option(help="the final QA jsonl (PhysioNet EHRNoteQA format)")],
+    generated: Annotated[
+        Path | None,
+        typer.Option(
+            help="generated.jsonl to check the original columns against (default: beside the review)"
+        ),
+    ] = None,
+    allow_failed_checks: Annotated[
+        bool, typer.Option(help="keep items failing five_options, distinct_options or valid_answer")
+    ] = False,
+    stats: Annotated[
+        Path | None,
+        typer.Option(help="where to write the review statistics (default: OUT.review_stats.json)"),
+    ] = None,
+) -> None:
+    """Apply the clinicians' review (keep, revised_*) and write the final questions and statistics."""
+    from clinieval.build.ehrnoteqa import import_review
+
+    result = import_review(
+        review, out, generated=generated, allow_failed_checks=allow_failed_checks, stats_out=stats
+    )
+    typer.echo(result.stats.to_text())
+    typer.echo(f"{len(result.items)} questions -> {result.out}\nstatistics -> {result.stats_path}")
