@@ -5,8 +5,10 @@ BIN := $(VENV)/bin
 # llama.cpp is built from source, CPU only: no BLAS/GPU toolchains exist on the target machines.
 LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF
 DEMO_LIMIT ?= 40
+# `make demo` runs PubMedQA; `make demo DEMO=medalign` or `make demo DEMO=ehrnoteqa` runs that demo.
+DEMO ?= pubmedqa
 
-.PHONY: install demo demo-medalign test lint typecheck bench clean
+.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa test lint typecheck bench clean
 
 install: $(VENV)/.installed
 
@@ -26,12 +28,19 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/python -m clinieval.scoring.wordnet
 	touch $@
 
-demo: install
+demo: demo-$(DEMO)
+
+demo-pubmedqa: install
 	$(BIN)/clinieval run pubmedqa --model llamacpp:smollm2-135m-instruct --shuffle 0 --limit $(DEMO_LIMIT) --out runs/demo-pubmedqa
 
 # MedAlign without restricted data: synthetic set, both embedded models x two context strategies, report.
 demo-medalign: install
 	$(BIN)/clinieval medalign demo --out runs/medalign-demo
+
+# EHRNoteQA without restricted data: synthetic set (both levels), both embedded models in both
+# formats, three scoring modes, the tiny judge x5 (labelled not credible), report.
+demo-ehrnoteqa: install
+	$(BIN)/clinieval ehrnoteqa demo --out runs/ehrnoteqa-demo
 
 test: install
 	$(BIN)/ruff check src tests bench
