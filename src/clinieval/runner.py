@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -20,7 +20,7 @@ from clinieval.models.base import Model
 from clinieval.records import SampleRecord
 from clinieval.runs import RunDir, append_record
 from clinieval.task import MultiStepPolicy, Task
-from clinieval.types import JSON, ErrorKind, LoglikOutput, Message, ModelOutput, Sample
+from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,45 @@ class CachedCalls:
 
         value = await self.through("loglikelihood", {"choices": choices}, prompt, record.repeat, call)
         return LoglikOutput.from_dict(value)
+
+
+async def cached_generate(
+    calls: CachedCalls,
+    kind: str,
+    settings: JSON,
+    messages: list[Message],
+    repeat: int,
+    config: GenerationConfig,
+) -> tuple[ModelOutput, bool]:
+    """One generation request of ``kind`` (a judge, a dataset-building step) through the cache.
+
+    ``settings`` is what, besides the prompt and the repeat, keys the request (the generation
+    settings plus e.g. the rubric's name). Also says whether the model was really asked, for the
+    caller's request and token accounting.
+    """
+    prompt = [{"role": m.role, "content": m.content} for m in messages]
+    asked = False
+
+    async def call() -> JSON:
+        nonlocal asked
+        asked = True
+        return (await calls.model.generate(messages, config)).to_dict()
+
+    value = await calls.through(kind, settings, prompt, repeat, call)
+    return ModelOutput.from_dict(value), asked
+
+
+async def run_workers(n_workers: int, worker: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``worker`` n times concurrently; on the first exception cancel the rest (before the
+    caller closes the cache they write to) and re-raise."""
+    tasks = [asyncio.create_task(worker()) for _ in range(n_workers)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def _evaluate(task: Task, calls: CachedCalls, sample: Sample, repeat: int) -> SampleRecord:

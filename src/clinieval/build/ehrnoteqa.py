@@ -56,7 +56,7 @@ from clinieval.ehr.notes import (
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_open, atomic_write_json
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, ProgressBar
+from clinieval.runner import CachedCalls, ProgressBar, cached_generate, run_workers
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput
 
 log = logging.getLogger(__name__)
@@ -827,20 +827,13 @@ def _prepare_out(out: Path, settings: BuildSettings) -> None:
         )
 
 
-async def _call(
-    calls: CachedCalls, step: str, messages: list[Message], repeat: int, config: GenerationConfig
+async def _step(
+    calls: CachedCalls, step: str, messages: list[Message], repeat: int, settings: BuildSettings
 ) -> tuple[ModelOutput, bool]:
-    """One step's request through the cache; also says whether the model was really asked."""
-    prompt = [{"role": m.role, "content": m.content} for m in messages]
-    asked = False
-
-    async def call() -> JSON:
-        nonlocal asked
-        asked = True
-        return (await calls.model.generate(messages, config)).to_dict()
-
-    value = await calls.through(_CACHE_KIND, {**config.to_dict(), "step": step}, prompt, repeat, call)
-    return ModelOutput.from_dict(value), asked
+    """One step's request through the build's cache, keyed by its settings and the step's name."""
+    config = settings.config(step, repeat)
+    keyed = {**config.to_dict(), "step": step}
+    return await cached_generate(calls, _CACHE_KIND, keyed, messages, repeat, config)
 
 
 async def _build_item(
@@ -858,7 +851,7 @@ async def _build_item(
     notes = patient.notes_block()
     messages = question_messages(notes)
     log.debug("item %s step 1 prompt: %r", item.item_id, messages)
-    out, asked = await _call(calls, "question", messages, repeat, settings.config("question", repeat))
+    out, asked = await _step(calls, "question", messages, repeat, settings)
     tally.add("question", out, asked)
     item.question_step = StepRecord.of(out, asked)
     if out.error_kind is not None:
@@ -871,7 +864,7 @@ async def _build_item(
         return item
     messages = choices_messages(notes, item.source)
     log.debug("item %s step 2 prompt: %r", item.item_id, messages)
-    out, asked = await _call(calls, "choices", messages, repeat, settings.config("choices", repeat))
+    out, asked = await _step(calls, "choices", messages, repeat, settings)
     tally.add("choices", out, asked)
     item.choices_step = StepRecord.of(out, asked)
     if out.error_kind is not None:
@@ -885,18 +878,6 @@ async def _build_item(
     p = item.parsed
     item.checks = check_item(p.choices, p.answer, question=p.question, source_question=item.source.question)
     return item
-
-
-async def _run_workers(n_workers: int, worker: Any) -> None:
-    """Run ``worker`` n times; on the first exception cancel the rest before the cache closes."""
-    tasks = [asyncio.create_task(worker()) for _ in range(n_workers)]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 def _summarize(
@@ -1016,7 +997,7 @@ async def generate_dataset(
 
     try:
         with bar:
-            await _run_workers(max(1, min(opts.concurrency or model.max_concurrency, len(units))), worker)
+            await run_workers(max(1, min(opts.concurrency or model.max_concurrency, len(units))), worker)
     finally:
         cache.close()
     items = [results[u] for u in units]

@@ -38,7 +38,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_text
 from clinieval.models.base import Model
 from clinieval.records import SampleRecord
-from clinieval.runner import CachedCalls, ProgressBar
+from clinieval.runner import CachedCalls, ProgressBar, cached_generate, run_workers
 from clinieval.runs import SCORES, RunDir
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
@@ -527,41 +527,6 @@ def _repeat_config(generation: GenerationConfig, repeat: int, seed_per_repeat: b
     return generation
 
 
-async def _ask(
-    calls: CachedCalls,
-    rubric: Rubric,
-    messages: list[Message],
-    repeat: int,
-    config: GenerationConfig,
-) -> tuple[ModelOutput, bool]:
-    """One judge request through the cache; also says whether the judge was really asked."""
-    prompt = [{"role": m.role, "content": m.content} for m in messages]
-    settings = {**config.to_dict(), "rubric": rubric.name}
-    asked = False
-
-    async def call() -> JSON:
-        nonlocal asked
-        asked = True
-        return (await calls.model.generate(messages, config)).to_dict()
-
-    # runner.CachedCalls holds the one caching rule (transient failures are not stored) for every
-    # model call; the judge is just another kind of request through it.
-    value = await calls.through("judge", settings, prompt, repeat, call)
-    return ModelOutput.from_dict(value), asked
-
-
-async def _run_workers(n_workers: int, worker: Any) -> None:
-    """Run ``worker`` n times; on the first exception cancel the rest before the cache closes."""
-    tasks = [asyncio.create_task(worker()) for _ in range(n_workers)]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
 async def judge_run(
     run: RunDir,
     judge: Model,
@@ -605,16 +570,19 @@ async def judge_run(
             except asyncio.QueueEmpty:
                 return
             log.debug("judge %s repeat %d prompt: %r", records[index].key, repeat, prompts[index])
-            out, asked = await _ask(
-                calls, rubric, prompts[index], repeat, _repeat_config(config, repeat, seed_per_repeat)
-            )
+            repeat_config = _repeat_config(config, repeat, seed_per_repeat)
+            # runner.CachedCalls holds the one caching rule (transient failures are not stored)
+            # for every model call; a judge request is keyed by its settings and rubric name too.
+            settings = {**repeat_config.to_dict(), "rubric": rubric.name}
+            messages = prompts[index]
+            out, asked = await cached_generate(calls, "judge", settings, messages, repeat, repeat_config)
             tally.add(out, asked)
             entries[index].append(_read_reply(rubric, repeat, out))
             bar.advance()
 
     try:
         with bar:
-            await _run_workers(max(1, min(concurrency or judge.max_concurrency, len(units) or 1)), worker)
+            await run_workers(max(1, min(concurrency or judge.max_concurrency, len(units) or 1)), worker)
     finally:
         cache.close()
     elapsed = time.perf_counter() - start
