@@ -167,3 +167,35 @@ def test_cli_bad_input_is_one_clear_error(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
     r = run_cli("ehrnoteqa", "run", "--inline", str(bad), "--model", "m", "--format", "essay", "--out", "x")
     assert r.returncode != 0 and "format 'essay' is unknown" in r.stderr
+
+
+def test_demo_on_the_synthetic_set_with_the_embedded_model(tmp_path: Path) -> None:
+    from clinieval.tasks.ehrnoteqa_demo import DemoPlan, run_demo
+
+    plan = DemoPlan(
+        out=tmp_path / "demo",
+        patients=2,
+        per_patient=1,
+        models=("llamacpp:smollm2-135m-instruct",),
+        repeats=2,
+        formats=("mc",),
+        max_tokens=8,
+        judge_max_tokens=4,
+        progress=False,
+    )
+    lines = asyncio.run(run_demo(plan))
+    assert lines[0].startswith("synthetic set: 2 patients")
+    result = json.loads((plan.out / "report" / "analysis.json").read_text())
+    entry = result["formats"]["mc"]["per_model"]["smollm2-135m-instruct"]
+    assert entry["items"] == 2 and entry["judge"]["repeats"] == 2
+    assert {"letter_extract", "loglik_letter", "loglik_text"} <= set(entry)
+    assert any("not credible" in w for w in result["warnings"])
+    # the synthetic set went through the release loader: levels and note counts are recorded
+    rec = json.loads(
+        (plan.out / "arms" / "smollm2-135m-instruct-mc" / "samples.jsonl").read_text().splitlines()[0]
+    )
+    assert rec["sample"]["metadata"]["level"] in (1, 2) and rec["sample"]["metadata"]["num_notes"] >= 1
+    # a second demo rebuilds identical data and resumes: no new model or judge request
+    again = asyncio.run(run_demo(plan))
+    assert "0 new, 2 resumed of 2; 0 model requests" in "\n".join(again)
+    assert "(0 requests, 4 cache hits)" in "\n".join(again)

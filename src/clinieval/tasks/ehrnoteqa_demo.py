@@ -35,6 +35,9 @@ class DemoPlan:
     repeats: int = 5
     formats: tuple[Format, ...] = ("mc", "free")
     max_tokens: int = 48
+    judge_max_tokens: int = 24
+    """The verdict comes first (``yes`` / ``Score: 1``); a tiny judge's rambling after it is cut, so
+    the free-text judge does not spend minutes writing reasoning nobody reads."""
     progress: bool = True
 
 
@@ -47,7 +50,10 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     from clinieval.tasks.ehrnoteqa_synth import build_synthetic_set
 
     data = plan.out / "data"
-    built = build_synthetic_set(data, patients=plan.patients, seed=plan.seed, per_patient=plan.per_patient)
+    # deterministic: a rerun rewrites identical files, so the arms below resume
+    built = build_synthetic_set(
+        data, patients=plan.patients, seed=plan.seed, per_patient=plan.per_patient, overwrite=True
+    )
     loaded = load_physionet(data / "qa.jsonl", data / "discharge.csv")
     lines = [f"synthetic set: {built.describe()}", f"loaded: {loaded.describe()}"]
     backend = BackendOptions(n_ctx=DEMO_N_CTX)
@@ -65,7 +71,12 @@ async def run_demo(plan: DemoPlan) -> list[str]:
             arms.append(path)
     for path in arms:
         judged = await judge_arm(
-            path, plan.judge, repeats=plan.repeats, backend=backend, progress=plan.progress
+            path,
+            plan.judge,
+            repeats=plan.repeats,
+            backend=backend,
+            max_tokens=plan.judge_max_tokens,
+            progress=plan.progress,
         )
         s = judged.summary
         lines.append(
