@@ -74,6 +74,43 @@ def answer_costs(run: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+async def loglik_only(samples: list[Any], model: str, out: Path, settings: ArmSettings) -> dict[str, float]:
+    """The log-likelihood mode on its own (no generation first whose KV cache it could reuse)."""
+    from clinieval.models.spec import parse_model_spec
+    from clinieval.session import RunRequest, run_evaluation
+    from clinieval.tasks.ehrnoteqa_run import ehrnoteqa_task
+    from clinieval.tasks.ehrnoteqa_scoring import OptionLoglik
+
+    task = ehrnoteqa_task(samples, "mc", settings)
+    task.scorers = [OptionLoglik("letter"), OptionLoglik("text")]
+    req = RunRequest(
+        task=task,
+        model=parse_model_spec(model, settings.backend),
+        model_spec=model,
+        out=out,
+        default_out=lambda _: out,
+        progress=False,
+    )
+    await run_evaluation(req)
+    recs = RunDir.open(out).records()
+    lls = [r.loglik for r in recs if r.loglik is not None]
+    return {
+        "calls": 1.0,
+        "prompt_tokens": costs_prompt(recs),
+        "completion_tokens": 0.0,
+        "seconds": _mean([ll.latency_s for ll in lls]),
+    }
+
+
+def costs_prompt(recs: list[Any]) -> float:
+    """Prompt plus the ten continuations' tokens (the prompt counted with the model's tokenizer)."""
+    from clinieval.context.tokenizers import tokenizer_for_gguf
+    from clinieval.models.catalog import find_embedded
+
+    tok = tokenizer_for_gguf(find_embedded("smollm2-135m-instruct").locate())
+    return _mean([float(tok.count(r.messages[-1].content)) + sum(r.loglik.token_counts) for r in recs])
+
+
 async def judge_passes(arm: Path, spec: str, repeats: int, concurrency: int) -> list[dict[str, Any]]:
     passes = []
     for label in ("first pass", "rerun"):
@@ -104,7 +141,10 @@ def mode_rows(
 ) -> dict[str, dict[str, float]]:
     """Cost of one scored item under each mode (the answer's own generation included)."""
     mc_gen, free_gen = costs["mc"]["generate"], costs["free"]["generate"]
-    rows = {"letter extraction (mc)": dict(mc_gen), "log-likelihood (mc)": dict(costs["mc"]["loglik"])}
+    rows = {
+        "letter extraction (mc)": dict(mc_gen),
+        "log-likelihood after generation (mc)": dict(costs["mc"]["loglik"]),
+    }
     for name, fmt, gen in (("judge x5 (mc)", "mc", mc_gen), ("judge x5 (free text)", "free", free_gen)):
         first = judged[fmt][0]
         n = first["items"]
@@ -142,11 +182,13 @@ def main() -> None:
             arms[fmt] = Path(tmp) / fmt
             asyncio.run(run_arm(loaded.samples, args.model, fmt, arms[fmt], settings))
             costs[fmt] = answer_costs(arms[fmt])
+        standalone = asyncio.run(loglik_only(loaded.samples, args.model, Path(tmp) / "loglik", settings))
         with smol_server(n_ctx=8192) as srv:
             spec = f"openai:{srv.base_url}@{srv.alias}"
             for fmt in ("mc", "free"):
                 judged[fmt] = asyncio.run(judge_passes(arms[fmt], spec, args.repeats, args.concurrency))
     rows = mode_rows(costs, judged)
+    rows["log-likelihood alone (mc)"] = standalone
     base = rows["letter extraction (mc)"]
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores; {args.model} under test,")
     print(f"# SmolLM2 judge on a local llama.cpp server; {loaded.describe()}; max_tokens {args.max_tokens}")
