@@ -14,7 +14,7 @@ JSON = dict[str, Any]
 
 FORMAT_TITLES = {"mc": "Multiple choice", "free": "Free text"}
 MODE_TITLES = {
-    "judge": "LLM judge (mean ± SD over repeats)",
+    "judge": "LLM judge",
     "letter_extract": "letter extraction",
     "loglik_letter": "log-likelihood, letters",
     "loglik_text": "log-likelihood, option texts",
@@ -39,7 +39,11 @@ def _judge_cell(j: JSON | None) -> str:
 
 def _model_rows(section: JSON) -> tuple[list[str], list[list[str]]]:
     modes = section["modes"]
-    header = ["model", "answered", *[_mode(m) for m in modes]]
+    header = [
+        "model",
+        "answered",
+        *[_mode(m) + (" (mean ± SD over repeats)" if m == "judge" else "") for m in modes],
+    ]
     rows = []
     for label in section["models"]:
         entry = section["per_model"][label]
