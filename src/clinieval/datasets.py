@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,21 +51,26 @@ def read_json(path: Path) -> Any:
         raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
 
 
+def json_lines(lines: Iterable[str], source: object) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(source:line, object)`` for each non-blank line; a line that is not a JSON object is one
+    UserError naming it. For text already in memory (split it on "\\n" only) and for files."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source}:{n}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{where}: not valid JSON ({e.msg})") from None
+        if not isinstance(item, dict):
+            raise UserError(f"{where}: expected a JSON object per line, got {type(item).__name__}")
+        yield where, item
+
+
 def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(file:line, object)`` for each non-blank line of a JSON Lines file; a line that is not a
-    JSON object is one UserError naming it."""
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{where}: not valid JSON ({e.msg})") from None
-            if not isinstance(item, dict):
-                raise UserError(f"{where}: expected a JSON object per line")
-            yield where, item
+    """:func:`json_lines` over a JSON Lines file (a UTF-8 byte-order mark is skipped)."""
+    with path.open(encoding="utf-8-sig") as f:
+        yield from json_lines(f, path)
 
 
 def require(item: dict[str, Any], fld: str, where: str, kind: type | tuple[type, ...]) -> Any:

@@ -28,11 +28,12 @@ import io
 import json
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from clinieval.datasets import json_lines
 from clinieval.errors import UserError
 
 __all__ = [
@@ -210,7 +211,11 @@ def _json_rows(path: Path, text: str, model_column: str) -> tuple[tuple[str, ...
         else:
             rows = _json_document(path, document, model_column)
             return _json_columns(rows), rows
-    rows = list(_json_lines(path, text))
+    # split on "\n" only: str.splitlines would also split inside strings holding U+2028 and the like
+    rows = [
+        _Row(where, {str(k): v for k, v in item.items()})
+        for where, item in json_lines(text.split("\n"), path)
+    ]
     return _json_columns(rows), rows
 
 
@@ -235,21 +240,6 @@ def _json_document(path: Path, document: object, model_column: str) -> list[_Row
             rows.append(_Row(where, {model_column: m, **{str(k): v for k, v in scores.items()}}))
         return rows
     raise UserError(f"{path}: expected {expected}, got {type(document).__name__}")
-
-
-def _json_lines(path: Path, text: str) -> Iterator[_Row]:
-    # split on "\n" only: str.splitlines would also split inside strings holding U+2028 and the like
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{where}: not valid JSON ({e.msg}); expected one JSON object per line") from None
-        if not isinstance(item, dict):
-            raise UserError(f"{where}: expected a JSON object per line, got {type(item).__name__}")
-        yield _Row(where, {str(k): v for k, v in item.items()})
 
 
 def _json_columns(rows: Sequence[_Row]) -> tuple[str, ...]:
