@@ -111,13 +111,7 @@ def run(
         seed=seed,
         stop=tuple(stop or ()),
     )
-    options = BackendOptions(
-        concurrency=concurrency,
-        timeout_s=timeout,
-        max_retries=retries,
-        n_ctx=n_ctx,
-        allow_hosts=tuple(allow_host or ()),
-    )
+    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     the_model = parse_model_spec(model, options)
     request = RunRequest(
         task=the_task,

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clinieval.models.spec import BackendOptions
+
 if TYPE_CHECKING:
     from clinieval.build.ehrnoteqa import BuildResult, BuildSettings, Patient
-    from clinieval.models.spec import BackendOptions
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -68,26 +69,12 @@ def generate(
     )
     settings.check()
     chosen = load_patients(notes, patients_file=patients, sample=sample, seed=seed)
-    backend = _backend(n_ctx, timeout, retries, concurrency, allow_host)
+    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     result = asyncio.run(_generate(chosen, model, backend, out, settings))
     typer.echo(result.to_text())
     warning = result.summary.get("warning")
     if warning:
         typer.echo(f"warning: {warning}", err=True)
-
-
-def _backend(
-    n_ctx: int, timeout: float, retries: int, concurrency: int | None, allow_host: list[str] | None
-) -> BackendOptions:
-    from clinieval.models.spec import BackendOptions
-
-    return BackendOptions(
-        concurrency=concurrency,
-        timeout_s=timeout,
-        max_retries=retries,
-        n_ctx=n_ctx,
-        allow_hosts=tuple(allow_host or ()),
-    )
 
 
 async def _generate(

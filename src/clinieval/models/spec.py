@@ -35,6 +35,24 @@ class BackendOptions:
     allow_hosts: Sequence[str] = ()
     chat: bool | None = None
 
+    @classmethod
+    def from_cli(
+        cls,
+        n_ctx: int,
+        timeout: float,
+        retries: int,
+        concurrency: int | None,
+        allow_host: Sequence[str] | None,
+    ) -> BackendOptions:
+        """The options every command that opens a model spells the same way on the command line."""
+        return cls(
+            concurrency=concurrency,
+            timeout_s=timeout,
+            max_retries=retries,
+            n_ctx=n_ctx,
+            allow_hosts=tuple(allow_host or ()),
+        )
+
 
 def _split_url_model(rest: str, spec: str) -> tuple[str, str]:
     url, sep, model = rest.rpartition("@")

@@ -372,6 +372,14 @@ class JudgeResult:
     scores_path: Path
     summary_path: Path
 
+    def describe(self) -> str:
+        """One line for a person: how much was scored, what the judge could not read, the cache."""
+        s = self.summary
+        return (
+            f"{s.scored}/{s.items} answers scored; {s.parse_failures} unparsed judge replies, "
+            f"{s.requests} requests, {s.cache_hits} cache hits -> {self.scores_path}"
+        )
+
 
 @dataclass(slots=True)
 class _Repeat:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clinieval.errors import UserError
+from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
-    from clinieval.models.spec import BackendOptions
     from clinieval.tasks.ehrnoteqa import LoadedSet
 
 app = typer.Typer(
@@ -56,20 +56,6 @@ def load_set(
             "`clinieval ehrnoteqa demo` builds a synthetic set"
         )
     return load_physionet(qa, notes, tokenizer=tokenizer, levels=level)
-
-
-def backend_options(
-    n_ctx: int, timeout: float, retries: int, concurrency: int | None, allow_host: list[str] | None
-) -> BackendOptions:
-    from clinieval.models.spec import BackendOptions
-
-    return BackendOptions(
-        concurrency=concurrency,
-        timeout_s=timeout,
-        max_retries=retries,
-        n_ctx=n_ctx,
-        allow_hosts=tuple(allow_host or ()),
-    )
 
 
 @app.command()
@@ -118,7 +104,7 @@ def run(
     settings = ArmSettings(
         generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
         loglik=loglik,
-        backend=backend_options(n_ctx, timeout, retries, concurrency, allow_host),
+        backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
         limit=limit,
         concurrency=concurrency,
         overwrite=overwrite,
@@ -168,7 +154,7 @@ def judge(
     """
     from clinieval.tasks.ehrnoteqa_run import judge_arm
 
-    backend = backend_options(n_ctx, timeout, retries, concurrency, allow_host)
+    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     for path in run_dirs(runs):
         result = asyncio.run(
             judge_arm(
@@ -182,13 +168,9 @@ def judge(
                 progress=progress,
             )
         )
-        s = result.summary
-        typer.echo(
-            f"{path}: {s.scored}/{s.items} answers scored; {s.parse_failures} unparsed judge replies, "
-            f"{s.requests} requests, {s.cache_hits} cache hits -> {result.scores_path}"
-        )
-        if s.warning:
-            typer.echo(f"warning: {s.warning}", err=True)
+        typer.echo(f"{path}: {result.describe()}")
+        if result.summary.warning:
+            typer.echo(f"warning: {result.summary.warning}", err=True)
 
 
 @app.command()

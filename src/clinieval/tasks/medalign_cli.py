@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from clinieval.errors import UserError
+from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.analysis.table import LongTable
-    from clinieval.models.spec import BackendOptions
     from clinieval.tasks.medalign_run import ArmResult
     from clinieval.types import GenerationConfig, Sample
 
@@ -48,20 +48,6 @@ def _samples(
             "a synthetic one)"
         )
     return load_generic(instructions, ehrs)
-
-
-def _backend(
-    n_ctx: int, timeout: float, retries: int, concurrency: int | None, allow_host: list[str] | None
-) -> BackendOptions:
-    from clinieval.models.spec import BackendOptions
-
-    return BackendOptions(
-        concurrency=concurrency,
-        timeout_s=timeout,
-        max_retries=retries,
-        n_ctx=n_ctx,
-        allow_hosts=tuple(allow_host or ()),
-    )
 
 
 @app.command()
@@ -129,7 +115,7 @@ def run(
         generation=_generation(max_tokens),
         template=template,
         metrics=() if no_metrics else tuple(metric or DEFAULT_METRICS),
-        backend=_backend(n_ctx, timeout, retries, concurrency, allow_host),
+        backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
         limit=limit,
         concurrency=concurrency,
         overwrite=overwrite,
@@ -286,7 +272,7 @@ def judge(
         snippets=(lambda rec: evidence_snippets(rec.sample, snippets)) if snippets else None
     )
     generation = dataclasses.replace(DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens)
-    backend = _backend(n_ctx, timeout, retries, concurrency, allow_host)
+    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     for path in run_dirs(runs):
         model = parse_model_spec(judge_model, backend)
         result = asyncio.run(
@@ -301,13 +287,9 @@ def judge(
                 limit=limit,
             )
         )
-        s = result.summary
-        typer.echo(
-            f"{path}: {s.scored}/{s.items} answers scored; {s.parse_failures} unparsed judge replies, "
-            f"{s.requests} requests, {s.cache_hits} cache hits -> {result.scores_path}"
-        )
-        if s.warning:
-            typer.echo(f"warning: {s.warning}", err=True)
+        typer.echo(f"{path}: {result.describe()}")
+        if result.summary.warning:
+            typer.echo(f"warning: {result.summary.warning}", err=True)
 
 
 @app.command()
