@@ -84,6 +84,33 @@ class CachedCalls:
         return LoglikOutput.from_dict(value)
 
 
+@dataclass(slots=True)
+class CallTally:
+    """Calls made or read from the cache during one pass (a judging pass, a dataset build).
+
+    The token totals count every reply the results rest on, cached or not; the ``new_`` ones only
+    those paid for in this pass.
+    """
+
+    requests: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    new_prompt_tokens: int = 0
+    new_completion_tokens: int = 0
+
+    def add(self, out: ModelOutput, asked: bool) -> None:
+        prompt, completion = out.prompt_tokens or 0, out.completion_tokens or 0
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        if asked:
+            self.requests += 1
+            self.new_prompt_tokens += prompt
+            self.new_completion_tokens += completion
+        else:
+            self.cache_hits += 1
+
+
 async def cached_generate(
     calls: CachedCalls,
     kind: str,

@@ -56,7 +56,7 @@ from clinieval.ehr.notes import (
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_open, atomic_write_json
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, ProgressBar, cached_generate, run_workers
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_workers
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput
 
 log = logging.getLogger(__name__)
@@ -745,28 +745,14 @@ class GeneratedItem:
 
 
 @dataclass(slots=True)
-class _Tally:
-    """Calls made or read from the cache during one build."""
+class _Tally(CallTally):
+    """Calls made or read from the cache during one build, also counted per step."""
 
     calls: Counter[str] = field(default_factory=Counter)
-    requests: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    new_prompt_tokens: int = 0
-    new_completion_tokens: int = 0
 
-    def add(self, step: str, out: ModelOutput, asked: bool) -> None:
-        prompt, completion = out.prompt_tokens or 0, out.completion_tokens or 0
+    def add_step(self, step: str, out: ModelOutput, asked: bool) -> None:
         self.calls[step] += 1
-        self.prompt_tokens += prompt
-        self.completion_tokens += completion
-        if asked:
-            self.requests += 1
-            self.new_prompt_tokens += prompt
-            self.new_completion_tokens += completion
-        else:
-            self.cache_hits += 1
+        self.add(out, asked)
 
 
 @dataclass(slots=True)
@@ -800,9 +786,9 @@ class BuildResult:
 
 def tiny_model_warning(model: Model) -> str | None:
     """The cannot-write-questions note when ``model`` is one of the embedded catalog's tiny models."""
-    from clinieval.models.catalog import EMBEDDED
+    from clinieval.models.catalog import is_embedded
 
-    return TINY_MODEL_WARNING.format(name=model.name) if model.name in {m.name for m in EMBEDDED} else None
+    return TINY_MODEL_WARNING.format(name=model.name) if is_embedded(model) else None
 
 
 def _review_has_input(path: Path) -> bool:
@@ -852,7 +838,7 @@ async def _build_item(
     messages = question_messages(notes)
     log.debug("item %s step 1 prompt: %r", item.item_id, messages)
     out, asked = await _step(calls, "question", messages, repeat, settings)
-    tally.add("question", out, asked)
+    tally.add_step("question", out, asked)
     item.question_step = StepRecord.of(out, asked)
     if out.error_kind is not None:
         item.fail("question", "call_failed", out.error_kind.value, out.error_message or "")
@@ -865,7 +851,7 @@ async def _build_item(
     messages = choices_messages(notes, item.source)
     log.debug("item %s step 2 prompt: %r", item.item_id, messages)
     out, asked = await _step(calls, "choices", messages, repeat, settings)
-    tally.add("choices", out, asked)
+    tally.add_step("choices", out, asked)
     item.choices_step = StepRecord.of(out, asked)
     if out.error_kind is not None:
         item.fail("choices", "call_failed", out.error_kind.value, out.error_message or "")

@@ -13,8 +13,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    from clinieval.models.base import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,17 @@ def find_embedded(name: str) -> EmbeddedModel:
             return model
     known = ", ".join(m.name for m in EMBEDDED)
     raise UserError(f"unknown embedded model {name!r}; known: {known}, or give a path to a .gguf file")
+
+
+# The GGUF files of the embedded catalog, recognised however the model was opened (the catalog
+# knows them by name only; a path given directly still names the file).
+_EMBEDDED_FILES = frozenset({"SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"})
+
+
+def is_embedded(model: Model) -> bool:
+    """Whether ``model`` is one of the tiny embedded models (by catalog name or weights file):
+    fine for exercising code with real text, never for judging or writing clinical content."""
+    return model.name in {m.name for m in EMBEDDED} or str(model.identity.get("file")) in _EMBEDDED_FILES
 
 
 def file_fingerprint(path: Path) -> str:

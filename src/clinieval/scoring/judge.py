@@ -38,7 +38,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_text
 from clinieval.models.base import Model
 from clinieval.records import SampleRecord
-from clinieval.runner import CachedCalls, ProgressBar, cached_generate, run_workers
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_workers
 from clinieval.runs import SCORES, RunDir
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
@@ -59,9 +59,6 @@ TINY_JUDGE_WARNING = (
     "endpoint for real numbers."
 )
 
-# The GGUF files of the embedded catalog, recognised however the model was opened (the catalog
-# knows them by name only; a path given directly still names the file).
-_TINY_FILES = frozenset({"SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"})
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -405,29 +402,6 @@ class _Repeat:
         }
 
 
-@dataclass(slots=True)
-class _Tally:
-    """Calls made or read from the cache during one pass."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    new_prompt_tokens: int = 0
-    new_completion_tokens: int = 0
-
-    def add(self, out: ModelOutput, asked: bool) -> None:
-        prompt, completion = out.prompt_tokens or 0, out.completion_tokens or 0
-        self.prompt_tokens += prompt
-        self.completion_tokens += completion
-        if asked:
-            self.requests += 1
-            self.new_prompt_tokens += prompt
-            self.new_completion_tokens += completion
-        else:
-            self.cache_hits += 1
-
-
 def scores_path(run: RunDir, name: str) -> Path:
     return run.path / SCORES / f"{name}.jsonl"
 
@@ -438,10 +412,9 @@ def summary_path(run: RunDir, name: str) -> Path:
 
 def tiny_judge_warning(judge: Model) -> str | None:
     """The not-credible note when ``judge`` is one of the tiny embedded models, else None."""
-    from clinieval.models.catalog import EMBEDDED
+    from clinieval.models.catalog import is_embedded
 
-    tiny = judge.name in {m.name for m in EMBEDDED} or str(judge.identity.get("file")) in _TINY_FILES
-    return TINY_JUDGE_WARNING.format(name=judge.name) if tiny else None
+    return TINY_JUDGE_WARNING.format(name=judge.name) if is_embedded(judge) else None
 
 
 def answer_failure(record: SampleRecord) -> str | None:
@@ -562,7 +535,7 @@ async def judge_run(
     prompts = {i: rubric.messages(records[i]) for i in judged}
     units = [(i, r) for i in judged for r in range(repeats)]
     entries: dict[int, list[_Repeat]] = {i: [] for i in range(len(records))}
-    tally = _Tally()
+    tally = CallTally()
     queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
     for unit in units:
         queue.put_nowait(unit)
@@ -612,7 +585,7 @@ def _summarize(
     records: Sequence[SampleRecord],
     entries: Mapping[int, Sequence[_Repeat]],
     scores: Mapping[tuple[str, int], Score],
-    tally: _Tally,
+    tally: CallTally,
     elapsed: float,
     warning: str | None,
 ) -> JudgeSummary:
