@@ -76,22 +76,13 @@ def answer_costs(run: Path) -> dict[str, dict[str, float]]:
 
 async def loglik_only(samples: list[Any], model: str, out: Path, settings: ArmSettings) -> dict[str, float]:
     """The log-likelihood mode on its own (no generation first whose KV cache it could reuse)."""
-    from clinieval.models.spec import parse_model_spec
-    from clinieval.session import RunRequest, run_evaluation
+    from clinieval.session import run_into
     from clinieval.tasks.ehrnoteqa_run import ehrnoteqa_task
     from clinieval.tasks.ehrnoteqa_scoring import OptionLoglik
 
     task = ehrnoteqa_task(samples, "mc", settings)
     task.scorers = [OptionLoglik("letter"), OptionLoglik("text")]
-    req = RunRequest(
-        task=task,
-        model=parse_model_spec(model, settings.backend),
-        model_spec=model,
-        out=out,
-        default_out=lambda _: out,
-        progress=False,
-    )
-    await run_evaluation(req)
+    await run_into(task, model, out, settings.backend, progress=False)
     recs = RunDir.open(out).records()
     lls = [r.loglik for r in recs if r.loglik is not None]
     return {

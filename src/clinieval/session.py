@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
+from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
 from clinieval.summary import ScorerSummary, summarize
@@ -96,3 +97,30 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     complete = len(records) == len(samples) * req.repeats
     run.set_status("complete" if complete else "incomplete")
     return RunResult(run_path=path, stats=stats, summaries=summaries)
+
+
+async def run_into(
+    task: Task,
+    model_spec: str,
+    out: Path,
+    backend: BackendOptions,
+    *,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> RunResult:
+    """Run ``task`` with the model ``model_spec`` names into exactly the folder ``out``: how a
+    benchmark runs each of its arms (a model under a strategy or an answer format)."""
+    request = RunRequest(
+        task=task,
+        model=parse_model_spec(model_spec, backend),
+        model_spec=model_spec,
+        out=out,
+        default_out=lambda _: out,
+        limit=limit,
+        concurrency=concurrency,
+        overwrite=overwrite,
+        progress=progress,
+    )
+    return await run_evaluation(request)

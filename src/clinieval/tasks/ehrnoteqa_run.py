@@ -18,7 +18,7 @@ from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runs import RunDir
 from clinieval.scoring.judge import JudgeResult, Rubric, judge_run
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import RunRequest, RunResult, run_evaluation
+from clinieval.session import RunResult, run_into
 from clinieval.task import Task
 from clinieval.tasks.ehrnoteqa import FORMATS, GENERATION, PROMPTS, Format
 from clinieval.tasks.ehrnoteqa_scoring import (
@@ -94,19 +94,16 @@ async def run_arm(
 ) -> RunResult:
     """Generate (and score log-likelihoods) for one arm, resuming whatever ``out`` holds."""
     task = ehrnoteqa_task(samples, fmt, settings, data_files)
-    model = parse_model_spec(model_spec, settings.backend)
-    request = RunRequest(
-        task=task,
-        model=model,
-        model_spec=model_spec,
-        out=out,
-        default_out=lambda _: out,
+    return await run_into(
+        task,
+        model_spec,
+        out,
+        settings.backend,
         limit=settings.limit,
         concurrency=settings.concurrency,
         overwrite=settings.overwrite,
         progress=settings.progress,
     )
-    return await run_evaluation(request)
 
 
 def arm_format(run: RunDir) -> Format:

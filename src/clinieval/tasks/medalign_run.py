@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clinieval.models.spec import BackendOptions, model_short_name, parse_model_spec
+from clinieval.models.spec import BackendOptions, model_short_name
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import RunRequest, RunResult, run_evaluation
+from clinieval.session import RunResult, run_into
 from clinieval.summary import ScorerSummary
 from clinieval.task import PromptTemplate, Task
 from clinieval.tasks.medalign import MEDALIGN_PROMPT, StrategyOptions, context_policy
@@ -100,19 +100,16 @@ async def run_arm(
     from clinieval.runs import RunDir
 
     task = medalign_task(samples, strategy, settings, data_files)
-    model = parse_model_spec(model_spec, settings.backend)
-    request = RunRequest(
-        task=task,
-        model=model,
-        model_spec=model_spec,
-        out=out,
-        default_out=lambda _: out,
+    result = await run_into(
+        task,
+        model_spec,
+        out,
+        settings.backend,
         limit=settings.limit,
         concurrency=settings.concurrency,
         overwrite=settings.overwrite,
         progress=settings.progress,
     )
-    result = await run_evaluation(request)
     has_gold = any(s.target for s in samples)
     metrics = score_text_metrics(RunDir.open(out), settings.metrics) if settings.metrics and has_gold else []
     return ArmResult(model_spec, strategy, result, metrics)
