@@ -40,10 +40,10 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from clinieval.cache import RequestCache
 from clinieval.ehr.notes import (
@@ -822,6 +822,37 @@ async def _step(
     return await cached_generate(calls, _CACHE_KIND, keyed, messages, repeat, config)
 
 
+_Reply = TypeVar("_Reply", "QuestionReply", "ChoicesReply")
+
+
+@dataclass(slots=True)
+class _StepRun:
+    """Runs the steps of one item: the cached call, the tally, and the parse, where a failed call
+    or an unreadable reply is recorded on the item (which then stops) rather than raised."""
+
+    calls: CachedCalls
+    item: GeneratedItem
+    repeat: int
+    settings: BuildSettings
+    tally: _Tally
+
+    async def run(
+        self, step: str, messages: list[Message], parse: Callable[[str], _Reply]
+    ) -> tuple[_Reply | None, StepRecord]:
+        log.debug("item %s %s prompt: %r", self.item.item_id, step, messages)
+        out, asked = await _step(self.calls, step, messages, self.repeat, self.settings)
+        self.tally.add_step(step, out, asked)
+        record = StepRecord.of(out, asked)
+        if out.error_kind is not None:
+            self.item.fail(step, "call_failed", out.error_kind.value, out.error_message or "")
+            return None, record
+        try:
+            return parse(out.text), record
+        except ReplyParseError as e:
+            self.item.fail(step, "unparsed", e.code, e.detail)
+            return None, record
+
+
 async def _build_item(
     calls: CachedCalls, patient: Patient, repeat: int, settings: BuildSettings, tally: _Tally
 ) -> GeneratedItem:
@@ -835,31 +866,15 @@ async def _build_item(
         admission_ids=patient.admission_ids,
     )
     notes = patient.notes_block()
-    messages = question_messages(notes)
-    log.debug("item %s step 1 prompt: %r", item.item_id, messages)
-    out, asked = await _step(calls, "question", messages, repeat, settings)
-    tally.add_step("question", out, asked)
-    item.question_step = StepRecord.of(out, asked)
-    if out.error_kind is not None:
-        item.fail("question", "call_failed", out.error_kind.value, out.error_message or "")
-        return item
-    try:
-        item.source = parse_question_reply(out.text)
-    except ReplyParseError as e:
-        item.fail("question", "unparsed", e.code, e.detail)
+    step = _StepRun(calls, item, repeat, settings, tally)
+    item.source, item.question_step = await step.run(
+        "question", question_messages(notes), parse_question_reply
+    )
+    if item.source is None:
         return item
     messages = choices_messages(notes, item.source)
-    log.debug("item %s step 2 prompt: %r", item.item_id, messages)
-    out, asked = await _step(calls, "choices", messages, repeat, settings)
-    tally.add_step("choices", out, asked)
-    item.choices_step = StepRecord.of(out, asked)
-    if out.error_kind is not None:
-        item.fail("choices", "call_failed", out.error_kind.value, out.error_message or "")
-        return item
-    try:
-        item.parsed = parse_choices_reply(out.text)
-    except ReplyParseError as e:
-        item.fail("choices", "unparsed", e.code, e.detail)
+    item.parsed, item.choices_step = await step.run("choices", messages, parse_choices_reply)
+    if item.parsed is None:
         return item
     p = item.parsed
     item.checks = check_item(p.choices, p.answer, question=p.question, source_question=item.source.question)
