@@ -32,7 +32,7 @@ from decimal import Decimal
 
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
-from clinieval.scoring.scorers import Needs, _failed, _generated
+from clinieval.scoring.scorers import Needs, failed_score, generated_output
 from clinieval.types import Sample, Score
 
 __all__ = [
@@ -203,9 +203,9 @@ class KeyFacts:
 
     def score(self, record: SampleRecord) -> Score:
         keys = answer_keys(record.sample, self.name)  # a set without keys fails even on failed calls
-        out = _generated(record, self.name)
+        out = generated_output(record, self.name)
         if not out.ok:
-            return _failed(out.error_kind, out.error_message)
+            return failed_score(out.error_kind, out.error_message)
         found, missing = find_keys(keys, out.text)
         share = len(found) / len(keys)
         value = float(not missing) if self.require_all else share

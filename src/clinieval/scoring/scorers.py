@@ -40,11 +40,12 @@ class Scorer(Protocol):
     def score(self, record: SampleRecord) -> Score: ...
 
 
-def _failed(kind: str | None, message: str | None) -> Score:
+def failed_score(kind: str | None, message: str | None) -> Score:
+    """An unscored result carrying why the model call failed (never a 0)."""
     return Score(value=None, explanation=message, metadata={"error_kind": kind})
 
 
-def _generated(record: SampleRecord, scorer: str) -> ModelOutput:
+def generated_output(record: SampleRecord, scorer: str) -> ModelOutput:
     """The record's generated output, or a UserError for runs made without generation."""
     if record.output is None:
         raise UserError(f"scorer {scorer}: the run holds no generated text; run it with generation")
@@ -82,9 +83,9 @@ class ChoiceExtraction:
     needs_choices: bool = True
 
     def score(self, record: SampleRecord) -> Score:
-        out = _generated(record, self.name)
+        out = generated_output(record, self.name)
         if not out.ok:
-            return _failed(out.error_kind, out.error_message)
+            return failed_score(out.error_kind, out.error_message)
         sample = record.sample
         answer = extract_choice(out.text, sample.choices)
         correct = answer is not None and answer.lower() in {t.lower() for t in sample.all_targets}
@@ -111,7 +112,7 @@ class ChoiceLoglik:
                 f"scorer {self.name}: the run holds no log-likelihoods; run it with a log-likelihood scorer"
             )
         if not ll.ok:
-            return _failed(ll.error_kind, ll.error_message)
+            return failed_score(ll.error_kind, ll.error_message)
         choices = record.sample.choices
         values = list(ll.logliks)
         if self.normalize:
@@ -147,9 +148,9 @@ class ExactMatch:
     needs_choices: bool = False
 
     def score(self, record: SampleRecord) -> Score:
-        out = _generated(record, self.name)
+        out = generated_output(record, self.name)
         if not out.ok:
-            return _failed(out.error_kind, out.error_message)
+            return failed_score(out.error_kind, out.error_message)
         got = _normalize_text(out.text)
         hit = any(got == _normalize_text(t) for t in record.sample.all_targets)
         return Score(value=1.0 if hit else 0.0, answer=out.text.strip())
@@ -165,9 +166,9 @@ class Answered:
     needs_choices: bool = False
 
     def score(self, record: SampleRecord) -> Score:
-        out = _generated(record, self.name)
+        out = generated_output(record, self.name)
         if not out.ok:
-            return _failed(out.error_kind, out.error_message)
+            return failed_score(out.error_kind, out.error_message)
         return Score(value=1.0 if out.text.strip() else 0.0, metadata={"chars": len(out.text)})
 
 

@@ -21,7 +21,7 @@ from typing import Literal
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
 from clinieval.scoring.judge import Verdict, labelled_text, parse_score, parse_yes_no
-from clinieval.scoring.scorers import Needs
+from clinieval.scoring.scorers import Needs, failed_score, generated_output
 from clinieval.task import LETTERS, option_lines
 from clinieval.types import Message, Sample, Score
 
@@ -58,7 +58,7 @@ class OptionLoglik:
                 f"scorer {self.name}: the run holds no log-likelihoods; run it without --no-loglik"
             )
         if not ll.ok:
-            return Score(value=None, explanation=ll.error_message, metadata={"error_kind": ll.error_kind})
+            return failed_score(ll.error_kind, ll.error_message)
         n = len(record.sample.choices)
         if len(ll.logliks) != 2 * n:
             raise UserError(
@@ -131,11 +131,9 @@ class LetterExtraction:
     needs_choices: bool = True
 
     def score(self, record: SampleRecord) -> Score:
-        out = record.output
-        if out is None:
-            raise UserError(f"scorer {self.name}: the run holds no generated text")
+        out = generated_output(record, self.name)
         if not out.ok:
-            return Score(value=None, explanation=out.error_message, metadata={"error_kind": out.error_kind})
+            return failed_score(out.error_kind, out.error_message)
         letter, how = extract_letter(out.text, record.sample.choices)
         gold = str(record.sample.metadata.get("answer"))
         return Score(
