@@ -242,8 +242,8 @@ def _stability(arms: Sequence[Arm]) -> JSON:
     repeats = {a.judge_repeats for a in judged}
     if len(repeats) != 1:
         return {"undefined": f"the models were judged a different number of times ({sorted(repeats)})"}
-    n = repeats.pop()
-    rows = [(f"repeat {r + 1}", a.label, repeat_scores(a)[r]) for a in judged for r in range(n)]
+    per_arm = {a.label: repeat_scores(a) for a in judged}
+    rows = [(f"repeat {r + 1}", label, v) for label, xs in per_arm.items() for r, v in enumerate(xs)]
     if any(v is None for _, _, v in rows):
         return {"undefined": "a repeat has no verdict at all for some model"}
     result = rank_instability(ScoreTable.from_rows(rows))

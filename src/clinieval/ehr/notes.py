@@ -23,6 +23,18 @@ MAX_NOTES = 3
 LEVEL_1_MAX_TOKENS = 3_500
 LEVEL_2_MAX_TOKENS = 7_500
 
+DISCHARGE_HEADER: tuple[str, ...] = (
+    "note_id",
+    "subject_id",
+    "hadm_id",
+    "note_type",
+    "note_seq",
+    "charttime",
+    "storetime",
+    "text",
+)
+"""The full header of MIMIC-IV-Note ``discharge.csv(.gz)`` (what a writer of such a file emits)."""
+
 DISCHARGE_COLUMNS: tuple[str, ...] = ("subject_id", "hadm_id", "charttime", "text")
 """The columns of MIMIC-IV-Note ``discharge.csv(.gz)`` that EHRNoteQA reads (others are ignored)."""
 

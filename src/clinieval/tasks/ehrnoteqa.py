@@ -131,9 +131,9 @@ def _question(item: dict[str, Any], where: str, fallback_id: str) -> _Question:
     if not question:
         raise UserError(f"{where}: field 'question' is empty")
     choices = _choices(item, where)
-    answer = _answer_letter(item.get("answer"), choices, where) if "answer" in item else None
-    if answer is None:
+    if "answer" not in item:
         raise UserError(f"{where}: missing field 'answer'")
+    answer = _answer_letter(item["answer"], choices, where)
     qid = str(item.get("id", item.get("question_id", fallback_id)))
     category = item.get("category")
     known = {"id", "question_id", "question", "answer", "category", "choices", "notes", *CHOICE_FIELDS}

@@ -20,6 +20,7 @@ from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
+    from clinieval.session import RunResult
     from clinieval.tasks.ehrnoteqa import LoadedSet
 
 app = typer.Typer(
@@ -118,13 +119,11 @@ def run(
     typer.echo(f"next: clinieval ehrnoteqa judge {out} --judge MODEL, then clinieval ehrnoteqa analyze {out}")
 
 
-def _print_run(label: str, result: object) -> None:
+def _print_run(label: str, result: RunResult) -> None:
     from rich.console import Console
 
-    from clinieval.session import RunResult
     from clinieval.summary import render_table
 
-    assert isinstance(result, RunResult)
     console = Console()
     console.print(render_table(result.summaries, title=f"{label}: {result.run_path}"))
     console.print(result.stats_line)

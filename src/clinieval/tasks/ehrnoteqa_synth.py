@@ -44,6 +44,7 @@ from typing import Any
 
 from clinieval.context.tokenizers import Tokenizer, tokenizer_from_spec
 from clinieval.ehr.notes import (
+    DISCHARGE_HEADER,
     MAX_NOTES,
     DischargeNote,
     format_notes,
@@ -93,16 +94,7 @@ QA_FILE = "qa.jsonl"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "clinieval-ehrnoteqa-synthetic/1"
 
-CSV_COLUMNS: tuple[str, ...] = (
-    "note_id",
-    "subject_id",
-    "hadm_id",
-    "note_type",
-    "note_seq",
-    "charttime",
-    "storetime",
-    "text",
-)
+CSV_COLUMNS = DISCHARGE_HEADER
 """MIMIC-IV-Note ``discharge.csv`` header."""
 
 CATEGORIES: tuple[str, ...] = (
