@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from clinieval.cache import RequestCache, request_key
 from clinieval.models.base import Model
@@ -23,6 +24,7 @@ from clinieval.task import MultiStepPolicy, Task
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -137,10 +139,17 @@ async def cached_generate(
     return ModelOutput.from_dict(value), asked
 
 
-async def run_workers(n_workers: int, worker: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """Run ``worker`` n times concurrently; on the first exception cancel the rest (before the
-    caller closes the cache they write to) and re-raise."""
-    tasks = [asyncio.create_task(worker()) for _ in range(n_workers)]
+async def run_each(items: Sequence[_T], n_workers: int, handle: Callable[[_T], Awaitable[None]]) -> None:
+    """``handle`` every item, at most ``n_workers`` at a time (at least one worker, never more
+    than items). On the first exception the other workers are cancelled, before the caller
+    closes the cache they write to, and the exception is re-raised."""
+    todo = deque(items)  # one event loop: popping between awaits needs no lock
+
+    async def worker() -> None:
+        while todo:
+            await handle(todo.popleft())
+
+    tasks = [asyncio.create_task(worker()) for _ in range(max(1, min(n_workers, len(todo) or 1)))]
     try:
         await asyncio.gather(*tasks)
     except BaseException:

@@ -32,7 +32,6 @@ Patient text is logged at DEBUG only.
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import json
 import logging
@@ -56,7 +55,7 @@ from clinieval.ehr.notes import (
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_open, atomic_write_json
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_workers
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput
 
 log = logging.getLogger(__name__)
@@ -977,9 +976,6 @@ async def generate_dataset(
     except OSError as e:
         raise UserError(f"cannot create the build folder {dest}: {e.strerror or e}") from None
     units = [(i, k) for i in range(len(patients)) for k in range(opts.per_patient)]
-    queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
-    for unit in units:
-        queue.put_nowait(unit)
     results: dict[tuple[int, int], GeneratedItem] = {}
     tally = _Tally()
     cache = RequestCache(dest / CACHE_FILE)
@@ -987,18 +983,14 @@ async def generate_dataset(
     bar = ProgressBar(opts.progress, len(units), 0, f"ehrnoteqa build {model.name}")
     start = time.perf_counter()
 
-    async def worker() -> None:
-        while True:
-            try:
-                index, repeat = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            results[index, repeat] = await _build_item(calls, patients[index], repeat, opts, tally)
-            bar.advance()
+    async def build_one(unit: tuple[int, int]) -> None:
+        index, repeat = unit
+        results[index, repeat] = await _build_item(calls, patients[index], repeat, opts, tally)
+        bar.advance()
 
     try:
         with bar:
-            await run_workers(max(1, min(opts.concurrency or model.max_concurrency, len(units))), worker)
+            await run_each(units, opts.concurrency or model.max_concurrency, build_one)
     finally:
         cache.close()
     items = [results[u] for u in units]

@@ -21,7 +21,6 @@ The parsers below are the building blocks rubrics compose.
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
 import logging
 import math
@@ -38,7 +37,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_text
 from clinieval.models.base import Model
 from clinieval.records import SampleRecord
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_workers
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.runs import SCORES, RunDir
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
@@ -536,34 +535,27 @@ async def judge_run(
     units = [(i, r) for i in judged for r in range(repeats)]
     entries: dict[int, list[_Repeat]] = {i: [] for i in range(len(records))}
     tally = CallTally()
-    queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
-    for unit in units:
-        queue.put_nowait(unit)
     cache = run.cache()
     calls = CachedCalls(judge, cache)
     bar = ProgressBar(progress, len(units), 0, f"judge {judge.name}")
     start = time.perf_counter()
 
-    async def worker() -> None:
-        while True:
-            try:
-                index, repeat = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            log.debug("judge %s repeat %d prompt: %r", records[index].key, repeat, prompts[index])
-            repeat_config = _repeat_config(config, repeat, seed_per_repeat)
-            # runner.CachedCalls holds the one caching rule (transient failures are not stored)
-            # for every model call; a judge request is keyed by its settings and rubric name too.
-            settings = {**repeat_config.to_dict(), "rubric": rubric.name}
-            messages = prompts[index]
-            out, asked = await cached_generate(calls, "judge", settings, messages, repeat, repeat_config)
-            tally.add(out, asked)
-            entries[index].append(_read_reply(rubric, repeat, out))
-            bar.advance()
+    async def judge_one(unit: tuple[int, int]) -> None:
+        index, repeat = unit
+        log.debug("judge %s repeat %d prompt: %r", records[index].key, repeat, prompts[index])
+        repeat_config = _repeat_config(config, repeat, seed_per_repeat)
+        # runner.CachedCalls holds the one caching rule (transient failures are not stored) for
+        # every model call; a judge request is keyed by its settings and rubric name too.
+        settings = {**repeat_config.to_dict(), "rubric": rubric.name}
+        messages = prompts[index]
+        out, asked = await cached_generate(calls, "judge", settings, messages, repeat, repeat_config)
+        tally.add(out, asked)
+        entries[index].append(_read_reply(rubric, repeat, out))
+        bar.advance()
 
     try:
         with bar:
-            await run_workers(max(1, min(concurrency or judge.max_concurrency, len(units) or 1)), worker)
+            await run_each(units, concurrency or judge.max_concurrency, judge_one)
     finally:
         cache.close()
     elapsed = time.perf_counter() - start
