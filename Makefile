@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # llama.cpp is built from source, CPU only: no BLAS/GPU toolchains exist on the target machines.
-LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF
+# Portable AVX2 kernels, not -march=native: a native build on a CPU with AMX segfaults on its first
+# decode inside this VM, and a wheel built on one machine is reused from pip's cache on the next.
+LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF \
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 DEMO_LIMIT ?= 40
 # `make demo` runs PubMedQA; `make demo DEMO=medalign` or `make demo DEMO=ehrnoteqa` runs that demo.
 DEMO ?= pubmedqa

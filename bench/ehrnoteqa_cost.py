@@ -37,11 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _server import smol_server
 
+from clinieval.benchmarks.ehrnoteqa.data import load_physionet
+from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
+from clinieval.benchmarks.ehrnoteqa.synth import build_synthetic_set
+from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import RunDir
-from clinieval.tasks.ehrnoteqa import GENERATION, load_physionet
-from clinieval.tasks.ehrnoteqa_run import ArmSettings, judge_arm, run_arm
-from clinieval.tasks.ehrnoteqa_synth import build_synthetic_set
 
 
 def _mean(xs: list[float]) -> float:
@@ -76,9 +77,9 @@ def answer_costs(run: Path) -> dict[str, dict[str, float]]:
 
 async def loglik_only(samples: list[Any], model: str, out: Path, settings: ArmSettings) -> dict[str, float]:
     """The log-likelihood mode on its own (no generation first whose KV cache it could reuse)."""
+    from clinieval.benchmarks.ehrnoteqa.scoring import OptionLoglik
+    from clinieval.benchmarks.ehrnoteqa.task import ehrnoteqa_task
     from clinieval.session import run_into
-    from clinieval.tasks.ehrnoteqa_run import ehrnoteqa_task
-    from clinieval.tasks.ehrnoteqa_scoring import OptionLoglik
 
     task = ehrnoteqa_task(samples, "mc", settings)
     task.scorers = [OptionLoglik("letter"), OptionLoglik("text")]

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clinieval.analysis.analyze import AnalyzeOptions, analyze
-from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
 from clinieval.analysis.table import LongTable, Row
+from clinieval.benchmarks.medalign.analysis import MedAlignColumns, medalign_analysis
 
 METRICS = tuple(f"m{i}" for i in range(8))
 GROUPS = {

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from truncate import synthetic_record
 
+from clinieval.benchmarks.medalign.task import STRATEGIES, StrategyOptions, context_policy
 from clinieval.context.tokenizers import Tokenizer, tokenizer_from_spec
 from clinieval.models.base import render_plain
-from clinieval.tasks.medalign import STRATEGIES, StrategyOptions, context_policy
 from clinieval.types import Message, Sample
 
 SPECS = ("tiktoken:cl100k_base", "llamacpp:smollm2-135m-instruct")

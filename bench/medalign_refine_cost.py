@@ -24,11 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from clinieval.benchmarks.medalign.synth import build_synthetic_set
+from clinieval.benchmarks.medalign.task import ArmSettings, StrategyOptions, run_arm
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import RunDir
-from clinieval.tasks.medalign import StrategyOptions
-from clinieval.tasks.medalign_run import ArmSettings, run_arm
-from clinieval.tasks.medalign_synth import build_synthetic_set
 from clinieval.types import GenerationConfig
 
 

@@ -53,7 +53,7 @@ def run_one(
     folder: Path, out: Path, memory_limit: str | None, chunk: int, reader_only: bool
 ) -> dict[str, Any]:
     """The timed pipeline for one OMOP folder; runs in a child process (see ``--one``)."""
-    from clinieval.ehr.cli import _safe_name  # the file name omop2xml uses
+    from clinieval.cli.ehr import _safe_name
     from clinieval.ehr.medalign_xml import write_xml
     from clinieval.ehr.omop import open_omop
 

@@ -39,8 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _server import ROOT, Server, common_args, log_offset, result_header, server_work, smol_server, warm_up
 
+from clinieval.benchmarks.pubmedqa.task import pubmedqa_task
 from clinieval.scoring.scorers import ChoiceExtraction
-from clinieval.tasks.pubmedqa import pubmedqa_task
 
 OUT_DIR = Path(__file__).resolve().parent / "out"
 LMEVAL_VENV = Path(__file__).resolve().parent / ".venv-lmeval"

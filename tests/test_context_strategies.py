@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
 from clinieval.context.fit import ChunkPolicy
 from clinieval.context.refine import REFINE_PROMPT, RefinePolicy, RefineTemplate
 from clinieval.context.retrieve import RetrievalPolicy, retrieve_visits, visit_spans
@@ -16,7 +17,6 @@ from clinieval.models.openai_http import OpenAIModel
 from clinieval.runs import RunDir
 from clinieval.scoring.scorers import ExactMatch
 from clinieval.session import RunRequest, RunResult, run_evaluation
-from clinieval.tasks.medalign import MEDALIGN_PROMPT
 from clinieval.types import Sample
 from tests.fault_server import FaultServer
 from tests.test_context import _PlainModel

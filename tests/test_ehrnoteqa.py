@@ -11,14 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from clinieval.analysis.ehrnoteqa import Arm, Item, analyze_arms, item_verdict, repeat_scores
-from clinieval.context.tokenizers import tokenizer_from_spec
-from clinieval.errors import UserError
-from clinieval.records import SampleRecord
-from clinieval.report.ehrnoteqa import render_markdown
-from clinieval.scoring.judge import VerdictParseError
-from clinieval.tasks.ehrnoteqa import FREE_PROMPT, MC_PROMPT, load_inline, load_physionet
-from clinieval.tasks.ehrnoteqa_scoring import (
+from clinieval.benchmarks.ehrnoteqa.analysis import Arm, Item, analyze_arms, item_verdict, repeat_scores
+from clinieval.benchmarks.ehrnoteqa.data import load_inline, load_physionet
+from clinieval.benchmarks.ehrnoteqa.prompts import FREE_PROMPT, MC_PROMPT
+from clinieval.benchmarks.ehrnoteqa.report import render_markdown
+from clinieval.benchmarks.ehrnoteqa.scoring import (
     CHOICE_JUDGE_PROMPT,
     ChoiceJudgeRubric,
     FreeTextJudgeRubric,
@@ -27,6 +24,10 @@ from clinieval.tasks.ehrnoteqa_scoring import (
     extract_letter,
     option_continuations,
 )
+from clinieval.context.tokenizers import tokenizer_from_spec
+from clinieval.errors import UserError
+from clinieval.judge import VerdictParseError
+from clinieval.records import SampleRecord
 from clinieval.types import LoglikOutput, Message, ModelOutput, Sample
 from tests.conftest import need_shared
 

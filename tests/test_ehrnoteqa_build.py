@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clinieval.build.ehrnoteqa import (
+from clinieval.benchmarks.ehrnoteqa.build import (
     CHOICES_PROMPT,
     QUESTION_PROMPT,
     REVIEW_COLUMNS,
@@ -31,7 +31,7 @@ from clinieval.build.ehrnoteqa import (
     read_patient_ids,
     sample_patient_ids,
 )
-from clinieval.build.ehrnoteqa_cli import app
+from clinieval.benchmarks.ehrnoteqa.build_cli import app
 from clinieval.errors import UserError
 from tests.conftest import REPO
 from tests.fault_server import FaultServer

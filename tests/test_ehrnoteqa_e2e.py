@@ -8,9 +8,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from clinieval.benchmarks.ehrnoteqa.data import load_inline
+from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
 from clinieval.models.spec import BackendOptions
-from clinieval.tasks.ehrnoteqa import load_inline
-from clinieval.tasks.ehrnoteqa_run import ArmSettings, judge_arm, run_arm
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
 
@@ -170,7 +170,7 @@ def test_cli_bad_input_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_demo_on_the_synthetic_set_with_the_embedded_model(tmp_path: Path) -> None:
-    from clinieval.tasks.ehrnoteqa_demo import DemoPlan, run_demo
+    from clinieval.benchmarks.ehrnoteqa.demo import DemoPlan, run_demo
 
     plan = DemoPlan(
         out=tmp_path / "demo",

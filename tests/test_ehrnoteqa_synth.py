@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 
-import clinieval.tasks.ehrnoteqa_synth as synth_set
+import clinieval.benchmarks.ehrnoteqa.synth as synth_set
+from clinieval.benchmarks.ehrnoteqa.synth import (
+    CATEGORIES,
+    CSV_COLUMNS,
+    KINDS,
+    SOURCES,
+    build_case,
+    build_synthetic_set,
+    questions_for,
+)
 from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.ehr.notes import (
     DischargeNote,
@@ -31,15 +40,6 @@ from clinieval.ehr.notes import (
 )
 from clinieval.ehr.synth import patient
 from clinieval.errors import UserError
-from clinieval.tasks.ehrnoteqa_synth import (
-    CATEGORIES,
-    CSV_COLUMNS,
-    KINDS,
-    SOURCES,
-    build_case,
-    build_synthetic_set,
-    questions_for,
-)
 
 TOKENIZER = "tiktoken:cl100k_base"
 REQUIRED = ("patient_id", "num_notes", "question", "choice_A", "choice_B", "choice_C", "choice_D", "choice_E")

@@ -19,13 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medalign.scoring import MedAlignRubric
 from clinieval.cache import request_key
 from clinieval.errors import UserError
-from clinieval.models.base import Model
-from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.records import SampleRecord
-from clinieval.runs import RunDir, append_record, build_manifest
-from clinieval.scoring.judge import (
+from clinieval.judge import (
     DEFAULT_JUDGE_GENERATION,
     JudgeResult,
     Verdict,
@@ -36,7 +33,10 @@ from clinieval.scoring.judge import (
     parse_yes_no,
     read_judge_scores,
 )
-from clinieval.tasks.medalign_rubric import MedAlignRubric
+from clinieval.models.base import Model
+from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.records import SampleRecord
+from clinieval.runs import RunDir, append_record, build_manifest
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
 # --------------------------------------------------------------------------------------------

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
 from clinieval.analysis.table import LongTable, Row
+from clinieval.benchmarks.medalign.analysis import MedAlignColumns, medalign_analysis
+from clinieval.benchmarks.medalign.report import render_html, render_markdown, write_report
 from clinieval.errors import UserError
-from clinieval.report.medalign import render_html, render_markdown, write_report
 
 A, B, C = "A", "B", "<b>&x"
 MODELS = (A, B, C)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rouge_score.rouge_scorer import RougeScorer
 
-from clinieval.build.medalign import (
+from clinieval.benchmarks.medalign.build import (
     KEY_COLUMNS,
     REMOVED_COLUMNS,
     REVIEW_COLUMNS,

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medalign.synth import build_synthetic_set
+from clinieval.benchmarks.medalign.task import GENERATION, ArmSettings, StrategyOptions, run_arm
 from clinieval.models.spec import BackendOptions
-from clinieval.tasks.medalign import StrategyOptions
-from clinieval.tasks.medalign_run import GENERATION, ArmSettings, run_arm
-from clinieval.tasks.medalign_synth import build_synthetic_set
 from clinieval.types import GenerationConfig, Sample
 from tests.conftest import need_shared, run_cli
 
@@ -149,11 +148,11 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_public_instructions_pair_with_the_sample_record(tmp_path: Path) -> None:
-    from clinieval.tasks.medalign_demo import DemoPlan, _public_csv
+    from clinieval.benchmarks.medalign.demo import DemoPlan, _public_csv
 
     folder = need_shared("medalign")
     path, ehr_dir = _public_csv(DemoPlan(out=tmp_path, public=5, public_data=folder))
-    from clinieval.tasks.medalign import load_generic
+    from clinieval.benchmarks.medalign.data import load_generic
 
     samples = load_generic(path, ehr_dir)
     assert len(samples) == 5 and all(s.target is None for s in samples)

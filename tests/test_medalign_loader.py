@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medalign.data import RESPONSES_FILE, load_generic, load_release
+from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
 from clinieval.errors import UserError
-from clinieval.tasks.medalign import MEDALIGN_PROMPT, RESPONSES_FILE, load_generic, load_release
 from clinieval.types import Sample
 from tests.conftest import need_shared
 

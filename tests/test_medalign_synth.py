@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medalign.data import load_generic
+from clinieval.benchmarks.medalign.synth import COLUMNS, SyntheticSet, build_synthetic_set, questions_for
 from clinieval.ehr.medalign_xml import format_time, read_xml
 from clinieval.ehr.timeline import Event, Person, Timeline, Visit
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
 from clinieval.scoring.keyfacts import KEY_FACTS, KEY_FACTS_ALL, KeyFacts, KeyFactsAll, find_keys
-from clinieval.tasks.medalign import load_generic
-from clinieval.tasks.medalign_synth import COLUMNS, SyntheticSet, build_synthetic_set, questions_for
 from clinieval.types import ErrorKind, ModelOutput, Sample
 from tests.conftest import need_shared
 

@@ -1,7 +1,7 @@
 """Key-fact scoring: which of a sample's short answer keys a free-text answer states.
 
 Built for sets whose gold is computed from structured data (the synthetic MedAlign set of
-:mod:`clinieval.tasks.medalign_synth`): each sample lists in ``metadata["answer_keys"]`` the
+:mod:`clinieval.benchmarks.medalign.synth`): each sample lists in ``metadata["answer_keys"]`` the
 values, dates and words a correct answer must contain ("7.2", "03/04/2021", "metformin"). Text
 overlap metrics reward paraphrase of the gold sentence; this scorer asks only whether the facts
 are there, deterministically, so its numbers can be checked by hand.

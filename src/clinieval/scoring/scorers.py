@@ -170,23 +170,3 @@ class Answered:
         if not out.ok:
             return failed_score(out.error_kind, out.error_message)
         return Score(value=1.0 if out.text.strip() else 0.0, metadata={"chars": len(out.text)})
-
-
-BUILTIN_SCORERS: tuple[Scorer, ...] = (
-    Answered(),
-    ChoiceExtraction(),
-    ChoiceLoglik(),
-    ChoiceLoglik(name="choice_loglik_norm", normalize=True),
-    ExactMatch(),
-)
-
-
-def scorer_by_name(name: str) -> Scorer:
-    from clinieval.scoring.keyfacts import KEYFACTS_SCORERS  # keyfacts imports this module
-
-    every: tuple[Scorer, ...] = (*BUILTIN_SCORERS, *KEYFACTS_SCORERS)
-    for scorer in every:
-        if scorer.name == name:
-            return scorer
-    known = ", ".join(s.name for s in every)
-    raise UserError(f"unknown scorer {name!r}; known: {known}")

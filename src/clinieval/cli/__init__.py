@@ -14,7 +14,7 @@ import typer
 from clinieval.errors import UserError
 from clinieval.fsutil import slug
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.scoring.scorers import Scorer, scorer_by_name
+from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary, format_counts
 from clinieval.task import Task
 
@@ -27,14 +27,16 @@ app = typer.Typer(
 
 
 def _add_subcommands() -> None:
-    from clinieval.correlate_cli import correlate
-    from clinieval.ehr.cli import app as ehr_app
-    from clinieval.tasks.ehrnoteqa_cli import app as ehrnoteqa_app
-    from clinieval.tasks.medalign_cli import app as medalign_app
+    """Each benchmark's own commands as ``clinieval NAME``, then the shared ones."""
+    from clinieval.benchmarks import BENCHMARKS
+    from clinieval.cli.correlate import correlate
+    from clinieval.cli.ehr import app as ehr_app
 
     app.add_typer(ehr_app, name="ehr")
-    app.add_typer(medalign_app, name="medalign")
-    app.add_typer(ehrnoteqa_app, name="ehrnoteqa")
+    for benchmark in BENCHMARKS:
+        commands = benchmark.commands()
+        if commands is not None:
+            app.add_typer(commands, name=benchmark.name, help=benchmark.description)
     app.command("correlate")(correlate)
 
 
@@ -47,23 +49,29 @@ TINY_MODEL_NOTE = (
 )
 
 
-def _build_task(
-    name: str,
-    data: Path | None,
-    split: str,
-    scorers: list[Scorer] | None,
-) -> Task:
-    if name == "pubmedqa":
-        from clinieval.tasks.pubmedqa import pubmedqa_task
+def _scorers() -> dict[str, Scorer]:
+    """Every scorer ``--scorer`` may name: the shared ones and each benchmark's own."""
+    from clinieval.benchmarks import BENCHMARKS
+    from clinieval.scoring.catalog import SHARED_SCORERS, scorer_mapping
 
-        if split not in {"test", "all"}:
-            raise UserError(f"--split {split!r}: pubmedqa has splits test and all")
-        return pubmedqa_task(data, "test" if split == "test" else "all", scorers)
-    if name.endswith(".jsonl"):
-        from clinieval.tasks.jsonl import jsonl_task
+    return scorer_mapping([*SHARED_SCORERS, *(s for b in BENCHMARKS for s in b.scorers())])
 
-        return jsonl_task(Path(name), scorers)
-    raise UserError(f"unknown task {name!r}; known: pubmedqa, or a path to a .jsonl file")
+
+def _pick_scorers(names: list[str] | None) -> list[Scorer] | None:
+    from clinieval.scoring.catalog import pick_scorer
+
+    if not names:
+        return None
+    known = _scorers()
+    return [pick_scorer(known, n) for n in names]
+
+
+def _build_task(name: str, data: Path | None, split: str | None, scorers: list[Scorer] | None) -> Task:
+    from clinieval.benchmark import TaskRequest, find_benchmark
+    from clinieval.benchmarks import BENCHMARKS
+
+    request = TaskRequest(name=name, data=data, split=split, scorers=scorers)
+    return find_benchmark(BENCHMARKS, name).task(request)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -73,13 +81,17 @@ def _setup_logging(verbose: bool) -> None:
 
 @app.command()
 def run(
-    task: Annotated[str, typer.Argument(help="pubmedqa, or a .jsonl file of your own samples")],
+    task: Annotated[
+        str, typer.Argument(help="pubmedqa, medalign, ehrnoteqa, or a .jsonl file of your own samples")
+    ],
     model: Annotated[str, typer.Option("--model", "-m", help="model spec")] = DEFAULT_MODEL,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N samples")] = None,
     shuffle: Annotated[int | None, typer.Option(help="shuffle samples with this seed before --limit")] = None,
     out: Annotated[Path | None, typer.Option(help="run directory (default: runs/TASK-MODEL-HASH)")] = None,
-    data: Annotated[Path | None, typer.Option(help="dataset folder (default: shared/data/TASK)")] = None,
-    split: Annotated[str, typer.Option(help="dataset split")] = "test",
+    data: Annotated[
+        Path | None, typer.Option(help="dataset folder or file (default: shared/data/TASK)")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="dataset split (pubmedqa: test or all)")] = None,
     scorer: Annotated[list[str] | None, typer.Option(help="scorer name (repeatable)")] = None,
     temperature: Annotated[float, typer.Option()] = 0.0,
     max_tokens: Annotated[int | None, typer.Option(help="generation budget")] = None,
@@ -101,7 +113,7 @@ def run(
     _setup_logging(verbose)
     from clinieval.session import RunRequest, run_evaluation
 
-    scorers = [scorer_by_name(s) for s in scorer] if scorer else None
+    scorers = _pick_scorers(scorer)
     the_task = _build_task(task, data, split, scorers)
     # The task's own generation settings are the defaults; the flags override them.
     the_task.generation = dataclasses.replace(
@@ -159,7 +171,7 @@ def score(
     from clinieval.runs import RunDir
 
     run_ = RunDir.open(run_dir)
-    summaries = rescore(run_, [scorer_by_name(s) for s in scorer])
+    summaries = rescore(run_, _pick_scorers(scorer) or [])
     _print_result(run_dir, summaries, f"scores written to {run_dir / 'scores'}")
 
 
@@ -251,6 +263,15 @@ def analyze(
         atomic_write_json(out / "analysis.json", result)
         atomic_write_text(out / "analysis.md", text)
         typer.echo(f"written: {out / 'analysis.json'}, {out / 'analysis.md'}")
+
+
+@app.command()
+def benchmarks() -> None:
+    """List the benchmarks: the names `clinieval run` takes and the command groups."""
+    from clinieval.benchmarks import BENCHMARKS
+
+    for benchmark in BENCHMARKS:
+        typer.echo(f"{benchmark.name}\t{benchmark.description}")
 
 
 @app.command()

@@ -1,10 +1,9 @@
 """``clinieval medalign``: run, judge, analyze and build MedAlign-style evaluations.
 
-Thin: each command parses its options, calls the library and prints. The work lives in
-:mod:`clinieval.tasks.medalign` (loading, prompts, context strategies), :mod:`clinieval.rescore`
-(text metrics over a saved run), :mod:`clinieval.scoring.judge` (the judge),
-:mod:`clinieval.analysis.medalign` and :mod:`clinieval.report.medalign` (the analysis and its
-report) and :mod:`clinieval.build.medalign` (dataset building).
+Thin: each command parses its options, calls the library and prints. The work lives beside this
+module: ``data`` (loading), ``prompts``, ``task`` (context strategies and arms), ``scoring`` (the
+judge's rubric), ``table`` / ``analysis`` / ``report`` (the analysis and its report) and ``build``
+(dataset building); text metrics over a saved run are :mod:`clinieval.rescore`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.analysis.table import LongTable
-    from clinieval.tasks.medalign_run import ArmResult
+    from clinieval.benchmarks.medalign.task import ArmResult
     from clinieval.types import GenerationConfig, Sample
 
 app = typer.Typer(
@@ -35,7 +34,7 @@ app = typer.Typer(
 def _samples(
     release: Path | None, instructions: Path | None, ehrs: Path | None, gold_annotator: str
 ) -> list[Sample]:
-    from clinieval.tasks.medalign import load_generic, load_release
+    from clinieval.benchmarks.medalign.data import load_generic, load_release
 
     if release is not None:
         if instructions is not None or ehrs is not None:
@@ -98,10 +97,16 @@ def run(
 
     Re-running the same command resumes each arm where it stopped.
     """
+    from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
+    from clinieval.benchmarks.medalign.task import (
+        DEFAULT_METRICS,
+        STRATEGIES,
+        ArmSettings,
+        StrategyOptions,
+        run_arm,
+    )
     from clinieval.models.spec import arm_dir_name
     from clinieval.task import PromptTemplate
-    from clinieval.tasks.medalign import MEDALIGN_PROMPT, STRATEGIES, StrategyOptions
-    from clinieval.tasks.medalign_run import DEFAULT_METRICS, ArmSettings, run_arm
 
     bad = [s for s in strategy if s not in STRATEGIES]
     if bad:
@@ -121,7 +126,7 @@ def run(
         overwrite=overwrite,
         progress=progress,
     )
-    from clinieval.tasks.medalign import RESPONSES_FILE
+    from clinieval.benchmarks.medalign.data import RESPONSES_FILE
 
     # the files whose hashes the manifest records (the release folder: its instruction/response TSV)
     sources = (instructions, release / RESPONSES_FILE if release is not None else None)
@@ -143,7 +148,7 @@ def _read_prompt(path: Path) -> str:
 def _generation(max_tokens: int) -> GenerationConfig:
     import dataclasses
 
-    from clinieval.tasks.medalign_run import GENERATION
+    from clinieval.benchmarks.medalign.task import GENERATION
 
     if max_tokens < 1:
         raise UserError("--max-tokens must be at least 1")
@@ -182,7 +187,7 @@ def build_dedupe(
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON")] = None,
 ) -> None:
     """Remove near-duplicate instructions (ROUGE-L > 0.7 in the paper); the first one is kept."""
-    from clinieval.build.medalign import dedupe_file, removed_path
+    from clinieval.benchmarks.medalign.build import dedupe_file, removed_path
     from clinieval.fsutil import atomic_write_json
 
     result = dedupe_file(instructions, out, threshold, use_stemmer=stemmer)
@@ -208,7 +213,7 @@ def build_match(
     stopwords: Annotated[bool, typer.Option(help="drop English stopwords from queries and records")] = False,
 ) -> None:
     """BM25 top-K patients per instruction plus K random ones, shuffled for blinded relevance review."""
-    from clinieval.build.medalign import match_file
+    from clinieval.benchmarks.medalign.build import match_file
 
     if random_pool not in ("cohort", "rest"):
         raise UserError(f"--random-pool must be cohort or rest, not {random_pool!r}")
@@ -230,7 +235,7 @@ def build_score(
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the scores as JSON")] = None,
 ) -> None:
     """success@K and MRR@K of the BM25 matching, and of the random baseline."""
-    from clinieval.build.medalign import key_path, score_matching
+    from clinieval.benchmarks.medalign.build import key_path, score_matching
     from clinieval.fsutil import atomic_write_json
 
     scores = score_matching(review, key or key_path(review), k_max=k, allow_unjudged=allow_unjudged)
@@ -262,11 +267,10 @@ def judge(
     """
     import dataclasses
 
+    from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
+    from clinieval.judge import DEFAULT_JUDGE_GENERATION, judge_run
     from clinieval.models.spec import parse_model_spec
     from clinieval.runs import RunDir
-    from clinieval.scoring.judge import DEFAULT_JUDGE_GENERATION, judge_run
-    from clinieval.tasks.medalign import evidence_snippets
-    from clinieval.tasks.medalign_rubric import MedAlignRubric
 
     rubric = MedAlignRubric(
         snippets=(lambda rec: evidence_snippets(rec.sample, snippets)) if snippets else None
@@ -321,7 +325,7 @@ def analyze(
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
 ) -> None:
     """Every statistic of the paper's analysis, with and without provider-error items, as a report."""
-    from clinieval.tasks.medalign_table import report
+    from clinieval.benchmarks.medalign.table import report
 
     table, label, ref = _analysis_table(runs or [], reviews, reference, release, gold_annotator, metric)
     result, written = report(table, label, ref, out, level=level, resamples=resamples, seed=seed)
@@ -340,12 +344,12 @@ def _analysis_table(
     metric: list[str] | None,
 ) -> tuple[LongTable, str, str | None]:
     """The long table, how its reference ranking is labelled, and the score column it came from."""
-    from clinieval.tasks import medalign_table as mt
+    from clinieval.benchmarks.medalign import table as mt
 
     if release is not None:
         if runs:
             raise UserError("give either run directories or --release, not both")
-        from clinieval.tasks.medalign_run import DEFAULT_METRICS
+        from clinieval.benchmarks.medalign.task import DEFAULT_METRICS
 
         metrics = tuple(metric or DEFAULT_METRICS)
         return mt.release_table(release, metrics, gold_annotator=gold_annotator), "clinician", None
@@ -390,7 +394,7 @@ def demo(
 
     The embedded models are tiny: the numbers exercise the pipeline, not clinical ability.
     """
-    from clinieval.tasks.medalign_demo import DemoPlan, run_demo
+    from clinieval.benchmarks.medalign.demo import DemoPlan, run_demo
 
     plan = DemoPlan(
         out=out,

@@ -13,21 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clinieval.errors import UserError
-from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runs import RunDir
-from clinieval.scoring.judge import JudgeResult, Rubric, judge_run
-from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import RunResult, run_into
-from clinieval.task import Task
-from clinieval.tasks.ehrnoteqa import FORMATS, GENERATION, PROMPTS, Format
-from clinieval.tasks.ehrnoteqa_scoring import (
+from clinieval.benchmarks.ehrnoteqa.prompts import FORMATS, GENERATION, PROMPTS, Format
+from clinieval.benchmarks.ehrnoteqa.scoring import (
     ChoiceJudgeRubric,
     FreeTextJudgeRubric,
     LetterExtraction,
     OptionLoglik,
     option_continuations,
 )
+from clinieval.errors import UserError
+from clinieval.judge import JudgeResult, Rubric, judge_run
+from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.runs import RunDir
+from clinieval.scoring.scorers import Answered, Scorer
+from clinieval.session import RunResult, run_into
+from clinieval.task import Task
 from clinieval.types import GenerationConfig, Sample
 
 JUDGE_GENERATION = GenerationConfig(temperature=0.0, seed=0, max_tokens=16)

@@ -1,10 +1,8 @@
 """``clinieval ehrnoteqa``: run, judge, analyze, build and demo EHRNoteQA evaluations.
 
-Thin: each command parses its options, calls the library and prints. The work lives in
-:mod:`clinieval.tasks.ehrnoteqa` (loading, prompts, levels), :mod:`clinieval.tasks.ehrnoteqa_run`
-(arms and judging), :mod:`clinieval.tasks.ehrnoteqa_scoring` (the three scoring modes),
-:mod:`clinieval.analysis.ehrnoteqa` / :mod:`clinieval.report.ehrnoteqa` (the analysis) and
-:mod:`clinieval.build.ehrnoteqa` (dataset building).
+Thin: each command parses its options, calls the library and prints. The work lives beside this
+module: ``data`` (loading, levels), ``prompts``, ``task`` (arms and judging), ``scoring`` (the
+three scoring modes), ``analysis`` / ``report`` (the analysis) and ``build`` (dataset building).
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
+    from clinieval.benchmarks.ehrnoteqa.data import LoadedSet
     from clinieval.session import RunResult
-    from clinieval.tasks.ehrnoteqa import LoadedSet
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -32,7 +30,7 @@ app = typer.Typer(
 
 
 def _add_build() -> None:
-    from clinieval.build.ehrnoteqa_cli import app as build_app
+    from clinieval.benchmarks.ehrnoteqa.build_cli import app as build_app
 
     app.add_typer(build_app, name="build")
 
@@ -44,7 +42,7 @@ def load_set(
     qa: Path | None, notes: Path | None, inline: Path | None, tokenizer: str, level: list[int] | None
 ) -> LoadedSet:
     """The questions from the release (``--qa`` with ``--notes``) or an inline jsonl."""
-    from clinieval.tasks.ehrnoteqa import load_inline, load_physionet
+    from clinieval.benchmarks.ehrnoteqa.data import load_inline, load_physionet
 
     if inline is not None:
         if qa is not None or notes is not None:
@@ -91,9 +89,9 @@ def run(
     """
     import dataclasses
 
+    from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
+    from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, check_format, run_arm
     from clinieval.models.spec import arm_dir_name
-    from clinieval.tasks.ehrnoteqa import GENERATION
-    from clinieval.tasks.ehrnoteqa_run import ArmSettings, check_format, run_arm
 
     formats = [check_format(f) for f in (answer_format or ["mc"])]
     loaded = load_set(qa, notes, inline, level_tokenizer, level)
@@ -151,7 +149,7 @@ def judge(
 
     Re-running resumes: finished judge requests come from each run's cache.
     """
-    from clinieval.tasks.ehrnoteqa_run import judge_arm
+    from clinieval.benchmarks.ehrnoteqa.task import judge_arm
 
     backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     for path in run_dirs(runs):
@@ -178,8 +176,8 @@ def analyze(
     out: Annotated[Path, typer.Option(help="folder for analysis.json and report.md")],
 ) -> None:
     """Scores in every mode side by side, their agreement, judge SD, rank stability, breakdowns."""
-    from clinieval.analysis.ehrnoteqa import analyze_runs
-    from clinieval.report.ehrnoteqa import render_markdown, write_report
+    from clinieval.benchmarks.ehrnoteqa.analysis import analyze_runs
+    from clinieval.benchmarks.ehrnoteqa.report import render_markdown, write_report
 
     result = analyze_runs(run_dirs(runs))
     json_path, md_path = write_report(result, out)
@@ -208,7 +206,7 @@ def demo(
 
     The synthetic set has both levels; the tiny judge is labelled as not credible in the report.
     """
-    from clinieval.tasks.ehrnoteqa_demo import DEMO_MODELS, DemoPlan, run_demo
+    from clinieval.benchmarks.ehrnoteqa.demo import DEMO_MODELS, DemoPlan, run_demo
 
     plan = DemoPlan(
         out=out,

@@ -88,8 +88,8 @@ def _item(sample: Any) -> Item:
 
 
 def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str | None] | None:
+    from clinieval.judge import read_judge_scores, scores_path
     from clinieval.runs import RunDir
-    from clinieval.scoring.judge import read_judge_scores, scores_path
 
     run = RunDir(path)
     if not scores_path(run, rubric).is_file():
@@ -115,9 +115,9 @@ def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str |
 
 def read_arm(path: Path) -> Arm:
     """An arm from its run directory: samples, scorer values, and judge verdicts if judged."""
+    from clinieval.benchmarks.ehrnoteqa.task import arm_format, arm_model, rubric_for
     from clinieval.models.spec import model_short_name
     from clinieval.runs import RunDir
-    from clinieval.tasks.ehrnoteqa_run import arm_format, arm_model, rubric_for
 
     run = RunDir.open(path)
     fmt = arm_format(run)

@@ -1,6 +1,6 @@
 """The MedAlign analysis as Markdown and as one self-contained HTML page.
 
-Both renderings read only the JSON of :func:`clinieval.analysis.medalign.medalign_analysis`.
+Both renderings read only the JSON of :func:`clinieval.benchmarks.medalign.analysis.medalign_analysis`.
 The HTML page has no script and loads nothing: styles are inline and the head-to-head matrices
 are inline SVG heatmaps with the number in every cell, so the file can be mailed or archived
 with a run and opened offline. Every piece of text that came from the data (arm names,

@@ -60,7 +60,7 @@ class Arm:
 
 def arm_of(path: Path) -> Arm:
     """Read a ``clinieval medalign run`` directory (repeat 0 of each instruction)."""
-    from clinieval.tasks.medalign_run import arm_label
+    from clinieval.benchmarks.medalign.task import arm_label
 
     run = RunDir.open(path)
     spec = run.manifest().get("spec", {})
@@ -268,7 +268,7 @@ def release_table(root: Path, metrics: Sequence[str], *, gold_annotator: str = "
     may be named any of :data:`_RESPONSE_COLUMNS`; a row's ``annotator`` becomes the rater.
     """
     from clinieval.analysis.table import read_table
-    from clinieval.tasks.medalign import load_release
+    from clinieval.benchmarks.medalign.data import load_release
 
     samples = {s.id: s for s in load_release(root, gold_annotator=gold_annotator)}
     reviewed = read_table(root / REVIEWED_FILE)
@@ -349,8 +349,8 @@ def report(
 ) -> tuple[JSON, list[Path]]:
     """The MedAlign analysis of ``table`` written to ``out`` (JSON, Markdown, HTML): every
     :data:`ANALYSIS_METRICS` column it has, except the ``reference`` the ranking was computed from."""
-    from clinieval.analysis.medalign import MedAlignColumns, medalign_analysis
-    from clinieval.report.medalign import write_report
+    from clinieval.benchmarks.medalign.analysis import MedAlignColumns, medalign_analysis
+    from clinieval.benchmarks.medalign.report import write_report
 
     metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != reference)
     columns = MedAlignColumns(metrics=metrics, reference_label=label)

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
+from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions, model_short_name
 from clinieval.scoring.scorers import Answered, Scorer
 from clinieval.session import RunResult, run_into
 from clinieval.summary import ScorerSummary
-from clinieval.task import PromptTemplate, Task
-from clinieval.tasks.medalign import MEDALIGN_PROMPT, StrategyOptions, context_policy
+from clinieval.task import ContextPolicy, PromptTemplate, Task
 from clinieval.types import GenerationConfig, Sample
 
 DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
@@ -27,6 +28,46 @@ DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
 
 GENERATION = GenerationConfig(temperature=0.0, max_tokens=256, seed=0)
 """MedAlign limits answers to 256 tokens; greedy decoding so reruns agree."""
+
+
+STRATEGIES = ("keep-recent", "refine", "retrieval", "whole")
+"""The context strategies a MedAlign run can use, recorded per run and per sample."""
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyOptions:
+    """How the record is fitted: the budget tokenizer (None: the model's own), the context length
+    (None: the model's), tokens reserved for generation, and the longest answer carried between
+    refinement steps."""
+
+    tokenizer: str | None = None
+    max_context: int | None = None
+    reserve: int = 256
+    answer_tokens: int = 256
+
+
+def context_policy(
+    strategy: str, options: StrategyOptions, template: PromptTemplate = MEDALIGN_PROMPT
+) -> ContextPolicy:
+    """The policy for ``strategy`` (one of :data:`STRATEGIES`).
+
+    ``whole`` keeps a record that fits and otherwise records the sample as a context_length
+    failure without calling the model (counted, never dropped silently).
+    """
+    from clinieval.context.fit import ChunkPolicy, DropPolicy, KeepRecentPolicy
+    from clinieval.context.refine import RefinePolicy
+    from clinieval.context.retrieve import RetrievalPolicy
+
+    tok, ctx, reserve = options.tokenizer, options.max_context, options.reserve
+    if strategy == "keep-recent":
+        return KeepRecentPolicy(template, tok, ctx, reserve)
+    if strategy == "retrieval":
+        return RetrievalPolicy(template, tok, ctx, reserve)
+    if strategy == "whole":
+        return DropPolicy(template, tok, ctx, reserve)
+    if strategy == "refine":
+        return RefinePolicy(ChunkPolicy(template, tok, ctx, reserve), answer_tokens=options.answer_tokens)
+    raise UserError(f"unknown context strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
 
 
 @dataclass(frozen=True, slots=True)

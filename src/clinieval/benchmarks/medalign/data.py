@@ -17,14 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.task import ContextPolicy, PromptTemplate
 from clinieval.types import Sample
-
-MEDALIGN_PROMPT = PromptTemplate(
-    user='Instruction: Answer the following question based on the EHR:\n###\nQuestion: """{input}"""\n'
-    'EHR: """{context}"""'
-)
-"""The paper's prompt (Figure S9), used for every model; only ``EHR`` is ever truncated."""
 
 RESPONSES_FILE = "clinician-instruction-responses.tsv"
 RELEASE_COLUMNS = (
@@ -171,59 +164,3 @@ def load_generic(instructions: Path, ehr_dir: Path) -> list[Sample]:
     if not samples:
         raise UserError(f"{instructions}: no instructions")
     return samples
-
-
-# --- context strategies ---------------------------------------------------------------------
-
-STRATEGIES = ("keep-recent", "refine", "retrieval", "whole")
-"""The context strategies a MedAlign run can use, recorded per run and per sample."""
-
-
-@dataclass(frozen=True, slots=True)
-class StrategyOptions:
-    """How the record is fitted: the budget tokenizer (None: the model's own), the context length
-    (None: the model's), tokens reserved for generation, and the longest answer carried between
-    refinement steps."""
-
-    tokenizer: str | None = None
-    max_context: int | None = None
-    reserve: int = 256
-    answer_tokens: int = 256
-
-
-def context_policy(
-    strategy: str, options: StrategyOptions, template: PromptTemplate = MEDALIGN_PROMPT
-) -> ContextPolicy:
-    """The policy for ``strategy`` (one of :data:`STRATEGIES`).
-
-    ``whole`` keeps a record that fits and otherwise records the sample as a context_length
-    failure without calling the model (counted, never dropped silently).
-    """
-    from clinieval.context.fit import ChunkPolicy, DropPolicy, KeepRecentPolicy
-    from clinieval.context.refine import RefinePolicy
-    from clinieval.context.retrieve import RetrievalPolicy
-
-    tok, ctx, reserve = options.tokenizer, options.max_context, options.reserve
-    if strategy == "keep-recent":
-        return KeepRecentPolicy(template, tok, ctx, reserve)
-    if strategy == "retrieval":
-        return RetrievalPolicy(template, tok, ctx, reserve)
-    if strategy == "whole":
-        return DropPolicy(template, tok, ctx, reserve)
-    if strategy == "refine":
-        return RefinePolicy(ChunkPolicy(template, tok, ctx, reserve), answer_tokens=options.answer_tokens)
-    raise UserError(f"unknown context strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
-
-
-def evidence_snippets(sample: Sample, k: int = 5, size: int = 200) -> list[str]:
-    """The ``k`` passages of ``size`` words of the sample's EHR that best match its instruction
-    (BM25Okapi), in record order: the "source" MedAlign gave source-augmented metrics, whose
-    models read far less than a whole record, and the evidence a judge is shown."""
-    from clinieval.ehr.retrieval import BM25Index, Document, snippets
-
-    parts = snippets(sample.context, size) if sample.context.strip() else []
-    if not parts:
-        return []
-    index = BM25Index.build((Document(str(i), p) for i, p in enumerate(parts)), keep_text=False)
-    best = sorted(int(doc_id) for doc_id, _ in index.search(sample.input, k))
-    return [parts[i] for i in best]

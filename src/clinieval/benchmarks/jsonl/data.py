@@ -1,5 +1,5 @@
-"""A user's own task: one JSON object per line with ``id``, ``input`` and optional ``context``,
-``choices``, ``target``/``targets`` and ``metadata``."""
+"""A user's own samples: one JSON object per line with ``id``, ``input`` and optional
+``context``, ``choices``, ``target``/``targets`` and ``metadata``; one error per bad line."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ from pathlib import Path
 
 from clinieval.datasets import json_objects, require
 from clinieval.errors import UserError
-from clinieval.scoring.scorers import ExactMatch, Scorer
-from clinieval.task import PromptTemplate, Task
-from clinieval.types import GenerationConfig, Sample
-
-DEFAULT_PROMPT = PromptTemplate(user="{context}\n\n{input}")
+from clinieval.types import Sample
 
 
 def load_jsonl(path: Path) -> list[Sample]:
@@ -39,20 +35,3 @@ def load_jsonl(path: Path) -> list[Sample]:
     if not samples:
         raise UserError(f"{path}: no samples")
     return samples
-
-
-def jsonl_task(
-    path: Path,
-    scorers: list[Scorer] | None = None,
-    generation: GenerationConfig | None = None,
-    prompt: PromptTemplate | None = None,
-) -> Task:
-    return Task(
-        name=f"jsonl:{path.name}",
-        load=lambda: load_jsonl(path),
-        prompt=prompt or DEFAULT_PROMPT,
-        scorers=scorers or [ExactMatch()],
-        generation=generation or GenerationConfig(),
-        data_files=[path],
-        params={"file": path.name},
-    )

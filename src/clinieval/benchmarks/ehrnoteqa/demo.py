@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from clinieval.benchmarks.ehrnoteqa.prompts import Format
 from clinieval.models.spec import BackendOptions, arm_dir_name
-from clinieval.tasks.ehrnoteqa import Format
 
 DEMO_N_CTX = 8192
 """Level 2 reaches 7,500 tokens of notes: both embedded models are opened with an 8k window."""
@@ -43,11 +43,12 @@ class DemoPlan:
 
 async def run_demo(plan: DemoPlan) -> list[str]:
     """Build, run, judge and analyse; return the lines to print (the report last)."""
-    from clinieval.analysis.ehrnoteqa import analyze_runs
-    from clinieval.report.ehrnoteqa import render_markdown, write_report
-    from clinieval.tasks.ehrnoteqa import GENERATION, load_physionet
-    from clinieval.tasks.ehrnoteqa_run import ArmSettings, judge_arm, run_arm
-    from clinieval.tasks.ehrnoteqa_synth import build_synthetic_set
+    from clinieval.benchmarks.ehrnoteqa.analysis import analyze_runs
+    from clinieval.benchmarks.ehrnoteqa.data import load_physionet
+    from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
+    from clinieval.benchmarks.ehrnoteqa.report import render_markdown, write_report
+    from clinieval.benchmarks.ehrnoteqa.synth import build_synthetic_set
+    from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
 
     data = plan.out / "data"
     # deterministic: a rerun rewrites identical files, so the arms below resume

@@ -2,7 +2,7 @@
 
 Steps, each resumable because each writes where the next run finds it:
 
-1. a synthetic MedAlign-shaped set (:mod:`clinieval.tasks.medalign_synth`) under ``OUT/data``,
+1. a synthetic MedAlign-shaped set (:mod:`clinieval.benchmarks.medalign.synth`) under ``OUT/data``,
    reused when it is already there;
 2. every model x strategy arm over it (``OUT/arms/<model>-<strategy>``), text metrics included;
 3. optionally a judge over every arm;
@@ -23,7 +23,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_text
 
 if TYPE_CHECKING:
-    from clinieval.tasks.medalign_run import ArmSettings
+    from clinieval.benchmarks.medalign.task import ArmSettings
     from clinieval.types import Sample
 
 
@@ -46,9 +46,8 @@ class DemoPlan:
 def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> ArmSettings:
     import dataclasses
 
+    from clinieval.benchmarks.medalign.task import GENERATION, ArmSettings, StrategyOptions
     from clinieval.models.spec import BackendOptions
-    from clinieval.tasks.medalign import StrategyOptions
-    from clinieval.tasks.medalign_run import GENERATION, ArmSettings
 
     return ArmSettings(
         strategy=StrategyOptions(answer_tokens=plan.max_tokens),
@@ -61,11 +60,11 @@ def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> ArmSettings:
 
 async def run_demo(plan: DemoPlan) -> list[str]:
     """Run every step; return the lines to print."""
-    from clinieval.tasks.medalign_synth import build_synthetic_set
+    from clinieval.benchmarks.medalign.synth import build_synthetic_set
 
     data = plan.out / "data"
     if (data / "instructions.csv").is_file():
-        from clinieval.tasks.medalign import load_generic
+        from clinieval.benchmarks.medalign.data import load_generic
 
         samples = load_generic(data / "instructions.csv", data / "ehrs")
     else:
@@ -87,8 +86,8 @@ async def run_demo(plan: DemoPlan) -> list[str]:
 async def _run_arms(
     plan: DemoPlan, samples: list[Sample], data_files: list[Path], lines: list[str]
 ) -> list[Path]:
+    from clinieval.benchmarks.medalign.task import DEFAULT_METRICS, run_arm
     from clinieval.models.spec import arm_dir_name
-    from clinieval.tasks.medalign_run import DEFAULT_METRICS, run_arm
 
     settings = _settings(plan, DEFAULT_METRICS)
     arms: list[Path] = []
@@ -104,11 +103,10 @@ async def _run_arms(
 
 
 async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
+    from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
+    from clinieval.judge import judge_run
     from clinieval.models.spec import BackendOptions, parse_model_spec
     from clinieval.runs import RunDir
-    from clinieval.scoring.judge import judge_run
-    from clinieval.tasks.medalign import evidence_snippets
-    from clinieval.tasks.medalign_rubric import MedAlignRubric
 
     if plan.judge is None:
         return
@@ -122,7 +120,7 @@ async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
 
 
 def _report(plan: DemoPlan, arms: list[Path]) -> list[str]:
-    from clinieval.tasks import medalign_table as mt
+    from clinieval.benchmarks.medalign import table as mt
 
     read = [mt.arm_of(p) for p in arms]
     table = mt.arms_table(read, mt.reference_judgements(read, "key_facts"), plan.out)
@@ -152,9 +150,9 @@ def _public_csv(plan: DemoPlan) -> tuple[Path, Path]:
 
 
 async def _public(plan: DemoPlan) -> list[str]:
+    from clinieval.benchmarks.medalign.data import load_generic
+    from clinieval.benchmarks.medalign.task import run_arm
     from clinieval.models.spec import arm_dir_name
-    from clinieval.tasks.medalign import load_generic
-    from clinieval.tasks.medalign_run import run_arm
 
     csv_path, ehr_dir = _public_csv(plan)
     samples = load_generic(csv_path, ehr_dir)

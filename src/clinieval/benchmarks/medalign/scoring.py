@@ -19,16 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from clinieval.judge import Verdict, VerdictParseError, as_bool, as_score, extract_json_object, json_field
 from clinieval.records import SampleRecord
-from clinieval.scoring.judge import (
-    Verdict,
-    VerdictParseError,
-    as_bool,
-    as_score,
-    extract_json_object,
-    json_field,
-)
-from clinieval.types import Message
+from clinieval.types import Message, Sample
 
 FIELDS = ("correct", "score", "c1", "c2", "c3")
 CRITERIA = ("C1", "C2", "C3")
@@ -148,3 +141,17 @@ def _rationale(obj: Mapping[str, Any]) -> str | None:
         return None
     text = "" if value is None else str(value).strip()
     return text or None
+
+
+def evidence_snippets(sample: Sample, k: int = 5, size: int = 200) -> list[str]:
+    """The ``k`` passages of ``size`` words of the sample's EHR that best match its instruction
+    (BM25Okapi), in record order: the "source" MedAlign gave source-augmented metrics, whose
+    models read far less than a whole record, and the evidence a judge is shown."""
+    from clinieval.ehr.retrieval import BM25Index, Document, snippets
+
+    parts = snippets(sample.context, size) if sample.context.strip() else []
+    if not parts:
+        return []
+    index = BM25Index.build((Document(str(i), p) for i, p in enumerate(parts)), keep_text=False)
+    best = sorted(int(doc_id) for doc_id, _ in index.search(sample.input, k))
+    return [parts[i] for i in best]

@@ -1,8 +1,8 @@
-"""PubMedQA (expert-labelled PQA-L): a research question plus its abstract -> yes / no / maybe.
+"""PubMedQA's expert-labelled set (PQA-L), read in place.
 
-Data: ``ori_pqal.json`` (1,000 items keyed by PMID) and ``test_ground_truth.json`` (the 500
-test PMIDs), read in place. Two scorers by default: the choice read out of generated text, and
-the choice with the highest log-likelihood.
+``ori_pqal.json`` holds 1,000 items keyed by PMID; ``test_ground_truth.json`` names the 500 test
+PMIDs. Each item becomes one :class:`~clinieval.types.Sample`: the question as input, the abstract's
+labelled sections as context, yes / no / maybe as choices and the expert decision as target.
 """
 
 from __future__ import annotations
@@ -10,22 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from clinieval.datasets import find_dataset_dir, read_json, require
+from clinieval.datasets import read_json, require
 from clinieval.errors import UserError
-from clinieval.scoring.scorers import ChoiceExtraction, ChoiceLoglik, Scorer
-from clinieval.task import PromptTemplate, Task
-from clinieval.types import GenerationConfig, Sample
+from clinieval.types import Sample
 
 CHOICES = ("yes", "no", "maybe")
 Split = Literal["test", "all"]
-
-PROMPT = PromptTemplate(
-    user=(
-        "Read the abstract and answer the research question with yes, no or maybe.\n\n"
-        "Abstract:\n{context}\n\nQuestion: {input}\n\n"
-        "Reply with one word: yes, no or maybe."
-    )
-)
+SPLITS: tuple[Split, ...] = ("test", "all")
 
 
 def load_pubmedqa(folder: Path, split: Split = "test") -> list[Sample]:
@@ -66,23 +57,4 @@ def _sample(pmid: str, item: object, where: str) -> Sample:
         choices=CHOICES,
         target=decision,
         metadata={"year": item.get("YEAR"), "meshes": item.get("MESHES", [])},
-    )
-
-
-def pubmedqa_task(
-    data: Path | None = None,
-    split: Split = "test",
-    scorers: list[Scorer] | None = None,
-    generation: GenerationConfig | None = None,
-) -> Task:
-    folder = find_dataset_dir("pubmedqa", data)
-    files = [folder / "ori_pqal.json"] + ([folder / "test_ground_truth.json"] if split == "test" else [])
-    return Task(
-        name="pubmedqa",
-        load=lambda: load_pubmedqa(folder, split),
-        prompt=PROMPT,
-        scorers=scorers or [ChoiceExtraction(), ChoiceLoglik()],
-        generation=generation or GenerationConfig(max_tokens=16),
-        data_files=files,
-        params={"split": split},
     )

@@ -21,8 +21,9 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
 from clinieval.datasets import json_objects, require
 from clinieval.ehr.notes import (
     DischargeNote,
@@ -33,27 +34,9 @@ from clinieval.ehr.notes import (
     select_notes,
 )
 from clinieval.errors import UserError
-from clinieval.task import LETTERS, PromptTemplate
-from clinieval.types import GenerationConfig, Sample
+from clinieval.types import Sample
 
-Format = Literal["mc", "free"]
-FORMATS: tuple[Format, ...] = ("mc", "free")
-
-OPTION_LETTERS = LETTERS[:5]
 CHOICE_FIELDS = tuple(f"choice_{letter}" for letter in OPTION_LETTERS)
-
-MC_PROMPT = PromptTemplate(
-    user="Discharge Summary :\n{context}\n\nQuestion : {input}\nChoices :\n{options}\n\nAnswer :"
-)
-"""The public code's multiple-choice prompt (``{options}`` is the five ``X. text`` lines)."""
-
-FREE_PROMPT = PromptTemplate(user="Discharge Summary :\n{context}\n\nQuestion : {input}\n\nAnswer :")
-"""The same without the ``Choices`` block."""
-
-PROMPTS: dict[Format, PromptTemplate] = {"mc": MC_PROMPT, "free": FREE_PROMPT}
-
-GENERATION = GenerationConfig(temperature=0.0, max_tokens=600, seed=0)
-"""Greedy decoding, at most 600 new tokens (the public code)."""
 
 DEFAULT_LEVEL_TOKENIZER = "tiktoken:cl100k_base"
 """Levels count tokens with cl100k by default: it ships with clinieval, so levels are the same on
@@ -299,20 +282,3 @@ def load_inline(
         raise UserError(f"{path}: no questions")
     _unique_ids(out.samples, path)
     return out
-
-
-__all__ = [
-    "CATEGORIES",
-    "DEFAULT_LEVEL_TOKENIZER",
-    "FORMATS",
-    "FREE_PROMPT",
-    "GENERATION",
-    "MC_PROMPT",
-    "OPTION_LETTERS",
-    "PROMPTS",
-    "Format",
-    "LoadedSet",
-    "inline_notes_block",
-    "load_inline",
-    "load_physionet",
-]

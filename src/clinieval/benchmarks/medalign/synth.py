@@ -16,7 +16,7 @@ paper, "most recent" is relative to the time anchor: the latest timestamp in the
 in keys use the record's ``MM/DD/YYYY`` so a model copying from it can match.
 
 The output folder (``ehrs/<person_id>.xml`` and ``instructions.csv``) loads with
-:func:`clinieval.tasks.medalign.load_generic`. It is built under a temporary name beside the
+:func:`clinieval.benchmarks.medalign.data.load_generic`. It is built under a temporary name beside the
 target and renamed into place, so a failure never leaves half a set. Everything is a pure
 function of ``(patients, seed, per_patient)``: the same arguments give byte-identical files.
 """
@@ -500,7 +500,7 @@ class SyntheticSet:
 
     def load(self) -> list[Sample]:
         """The set as samples, read the way a user's own set is (``load_generic``)."""
-        from clinieval.tasks.medalign import load_generic
+        from clinieval.benchmarks.medalign.data import load_generic
 
         return load_generic(self.instructions_csv, self.ehr_dir)
 

@@ -1,5 +1,5 @@
 """The EHRNoteQA analysis as Markdown, rendered only from the JSON of
-:func:`clinieval.analysis.ehrnoteqa.analyze_arms` (``—`` marks an undefined value, never a 0)."""
+:func:`clinieval.benchmarks.ehrnoteqa.analysis.analyze_arms` (``—`` marks an undefined value, never a 0)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,83 @@
+"""What a benchmark offers the rest of clinieval: a name, a line of description, its commands,
+its task factory and its scorers.
+
+Each package under :mod:`clinieval.benchmarks` exposes one object satisfying :class:`Benchmark`,
+and ``clinieval.benchmarks.BENCHMARKS`` lists them; the CLI mounts their commands and
+``clinieval run NAME`` asks them, in order, which one ``NAME`` means. Nothing below this layer
+knows that any benchmark exists (tests/test_import_layers.py keeps it so), which is what lets a
+new benchmark arrive as one folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    import typer
+
+    from clinieval.scoring.scorers import Scorer
+    from clinieval.task import Task
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    """What ``clinieval run NAME`` asks of a benchmark: the name as typed, where its data is
+    (None: the benchmark's default, usually ``shared/data/NAME``), a split (None: the
+    benchmark's default) and scorers that replace the benchmark's own (None: its own)."""
+
+    name: str
+    data: Path | None = None
+    split: str | None = None
+    scorers: Sequence[Scorer] | None = None
+
+
+class Benchmark(Protocol):
+    """One benchmark, as the CLI and ``clinieval run`` see it."""
+
+    @property
+    def name(self) -> str:
+        """The command group (``clinieval NAME ...``) and the name ``clinieval run`` accepts."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """One line, shown in ``clinieval --help`` and ``clinieval benchmarks``."""
+        ...
+
+    def matches(self, name: str) -> bool:
+        """Whether ``clinieval run NAME`` means this benchmark (a name, or a file it reads)."""
+        ...
+
+    def task(self, request: TaskRequest) -> Task:
+        """The single-arm task ``clinieval run`` evaluates."""
+        ...
+
+    def commands(self) -> typer.Typer | None:
+        """The benchmark's own commands, mounted as ``clinieval NAME``; None when it has none."""
+        ...
+
+    def scorers(self) -> Sequence[Scorer]:
+        """Scorers of this benchmark that ``clinieval score --scorer NAME`` may apply to a run."""
+        ...
+
+
+def find_benchmark(benchmarks: Sequence[Benchmark], name: str) -> Benchmark:
+    """The first benchmark that says ``name`` is its own, or one error listing what is known."""
+    for benchmark in benchmarks:
+        if benchmark.matches(name):
+            return benchmark
+    known = ", ".join(b.name for b in benchmarks if b.name != "jsonl")
+    raise UserError(f"unknown task {name!r}; known: {known}, or a path to a .jsonl file of your own samples")
+
+
+def check_split(request: TaskRequest, splits: Sequence[str], default: str) -> str:
+    """The requested split, its default when none was asked for, or one error naming the choices."""
+    split = request.split or default
+    if split not in splits:
+        raise UserError(f"--split {split!r}: {request.name} has splits {', '.join(splits)}")
+    return split

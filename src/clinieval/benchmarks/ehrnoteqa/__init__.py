@@ -1,0 +1,70 @@
+"""EHRNoteQA: questions over a patient's discharge summaries (see README.md beside this file)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clinieval.benchmark import TaskRequest
+from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    import typer
+
+    from clinieval.scoring.scorers import Scorer
+    from clinieval.task import Task
+
+
+@dataclass(frozen=True, slots=True)
+class EHRNoteQA:
+    name: str = "ehrnoteqa"
+    description: str = (
+        "EHRNoteQA: questions over a patient's discharge summaries (run, judge, analyze, build, demo)"
+    )
+
+    def matches(self, name: str) -> bool:
+        return name == self.name
+
+    def task(self, request: TaskRequest) -> Task:
+        """The multiple-choice arm over ``--data``: a jsonl with the notes inline, or a folder with
+        ``qa.jsonl`` and ``discharge.csv`` (or ``.csv.gz``), as ``clinieval ehrnoteqa demo`` writes."""
+        from clinieval.benchmarks.ehrnoteqa.data import DEFAULT_LEVEL_TOKENIZER, load_inline, load_physionet
+        from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, ehrnoteqa_task
+
+        if request.split is not None:
+            raise UserError("--split does not apply to ehrnoteqa")
+        data = request.data
+        if data is None:
+            raise UserError(
+                "ehrnoteqa needs --data: a jsonl with the notes inline, or a folder with qa.jsonl and "
+                "discharge.csv (`clinieval ehrnoteqa demo` writes one)"
+            )
+        if data.is_dir():
+            notes = next(
+                (data / n for n in ("discharge.csv", "discharge.csv.gz") if (data / n).is_file()), None
+            )
+            if notes is None or not (data / "qa.jsonl").is_file():
+                raise UserError(
+                    f"--data {data}: expected qa.jsonl and discharge.csv (or discharge.csv.gz) in it"
+                )
+            loaded = load_physionet(data / "qa.jsonl", notes, tokenizer=DEFAULT_LEVEL_TOKENIZER)
+        else:
+            loaded = load_inline(data, tokenizer=DEFAULT_LEVEL_TOKENIZER)
+        task = ehrnoteqa_task(loaded.samples, "mc", ArmSettings(), loaded.files)
+        if request.scorers:
+            task.scorers = list(request.scorers)
+        return task
+
+    def commands(self) -> typer.Typer | None:
+        from clinieval.benchmarks.ehrnoteqa.cli import app
+
+        return app
+
+    def scorers(self) -> Sequence[Scorer]:
+        from clinieval.benchmarks.ehrnoteqa.scoring import LetterExtraction, OptionLoglik
+
+        return (LetterExtraction(), OptionLoglik("letter"), OptionLoglik("text"))
+
+
+BENCHMARK = EHRNoteQA()

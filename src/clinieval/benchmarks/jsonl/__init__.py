@@ -1,0 +1,44 @@
+"""A user's own task as a JSON Lines file (``clinieval run my-task.jsonl``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clinieval.benchmark import TaskRequest
+from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    import typer
+
+    from clinieval.scoring.scorers import Scorer
+    from clinieval.task import Task
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlTask:
+    name: str = "jsonl"
+    description: str = "your own samples: a .jsonl file with id, input and optional context, choices, target"
+
+    def matches(self, name: str) -> bool:
+        return name.endswith(".jsonl")
+
+    def task(self, request: TaskRequest) -> Task:
+        from clinieval.benchmarks.jsonl.task import jsonl_task
+
+        if request.data is not None or request.split is not None:
+            raise UserError(
+                f"{request.name}: a .jsonl task is the file itself; --data and --split do not apply"
+            )
+        return jsonl_task(Path(request.name), list(request.scorers) if request.scorers else None)
+
+    def commands(self) -> typer.Typer | None:
+        return None
+
+    def scorers(self) -> Sequence[Scorer]:
+        return ()
+
+
+BENCHMARK = JsonlTask()

@@ -1,0 +1,66 @@
+"""MedAlign: clinician instructions over long patient records (see README.md beside this file)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clinieval.benchmark import TaskRequest
+from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    import typer
+
+    from clinieval.scoring.scorers import Scorer
+    from clinieval.task import Task
+
+
+@dataclass(frozen=True, slots=True)
+class MedAlign:
+    name: str = "medalign"
+    description: str = (
+        "MedAlign: clinician instructions over long patient records (run, judge, analyze, build)"
+    )
+
+    def matches(self, name: str) -> bool:
+        return name == self.name
+
+    def task(self, request: TaskRequest) -> Task:
+        """One arm under the paper's keep-recent budget over ``--data``: the release folder, or a
+        folder with ``instructions.csv`` and ``ehrs/`` (what ``clinieval medalign demo`` writes).
+        ``clinieval medalign run`` runs several models and strategies as arms."""
+        from clinieval.benchmarks.medalign.data import RESPONSES_FILE, load_generic, load_release
+        from clinieval.benchmarks.medalign.task import ArmSettings, medalign_task
+        from clinieval.datasets import find_dataset_dir
+
+        if request.split is not None:
+            raise UserError("--split does not apply to medalign")
+        root = find_dataset_dir(self.name, request.data)
+        if (root / RESPONSES_FILE).is_file():
+            samples, files = load_release(root), [root / RESPONSES_FILE]
+        elif (root / "instructions.csv").is_file():
+            samples, files = (
+                load_generic(root / "instructions.csv", root / "ehrs"),
+                [root / "instructions.csv"],
+            )
+        else:
+            raise UserError(
+                f"{root}: neither the MedAlign release ({RESPONSES_FILE} and ehrs/) nor a folder with "
+                "instructions.csv and ehrs/; pass --data FOLDER (`clinieval medalign demo` writes one)"
+            )
+        task = medalign_task(samples, "keep-recent", ArmSettings(), files)
+        if request.scorers:
+            task.scorers = list(request.scorers)
+        return task
+
+    def commands(self) -> typer.Typer | None:
+        from clinieval.benchmarks.medalign.cli import app
+
+        return app
+
+    def scorers(self) -> Sequence[Scorer]:
+        return ()
+
+
+BENCHMARK = MedAlign()

@@ -1,1 +1,0 @@
-"""Dataset construction: turning raw instructions and a patient cohort into a benchmark."""

@@ -1,1 +1,0 @@
-"""Built-in tasks. Each module exposes one factory returning a :class:`clinieval.task.Task`."""
