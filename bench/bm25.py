@@ -29,17 +29,19 @@ from pathlib import Path
 
 import numpy as np
 
-from clinieval.ehr import synth
 from clinieval.ehr.retrieval import BM25Index, Document, patient_document, snippets, tokenize
+from clinieval.ehr.synth.catalog import CONDITIONS, DRUGS
+from clinieval.ehr.synth.generator import generate
+from clinieval.ehr.synth.labs import LABS
 
 K1, B = 1.5, 0.75
 
 
 def make_queries(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    words = [c.snomed.name for c in synth.CONDITIONS.values()]
-    words += [d.concept.name.split()[0] for d in synth.DRUGS.values()]
-    words += [lab.short for lab in synth.LABS.values()]
+    words = [c.snomed.name for c in CONDITIONS.values()]
+    words += [d.concept.name.split()[0] for d in DRUGS.values()]
+    words += [lab.short for lab in LABS.values()]
     words += ["orthopnea", "consolidation", "hemiparesis", "dysuria", "palpitations", "exudates", "diuresed"]
     return [" ".join(rng.sample(words, rng.randint(2, 4))) for _ in range(n)]
 
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     docs: list[Document] = []
-    for tl in synth.generate(args.n, args.seed):
+    for tl in generate(args.n, args.seed):
         d = patient_document(tl)
         text = snippets(d.text, size=args.max_words)[0] if d.text.strip() else ""
         docs.append(Document(d.doc_id, text, d.start))

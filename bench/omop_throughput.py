@@ -6,10 +6,11 @@ patient. Time spent inside the reader (opening, DuckDB staging, fetching, buildi
 reported as *read*; time inside ``write_xml`` (rendering, writing, fsync, rename) as *write*.
 
 Sources: the real Synthea27Nj OMOP folder (28 patients, read in place; skipped with a note when
-absent) and synthetic patients from ``clinieval.ehr.synth.write_omop`` at each ``--sizes`` N. The
-synthetic CSVs are generated into a temporary folder first; that generation is timed separately and
-is not part of the pipeline time. Each size runs in a fresh child process, so "peak RSS" (from
-``resource.getrusage``: the process-wide peak, Python + DuckDB) belongs to that size alone.
+absent) and synthetic patients from ``clinieval.ehr.synth.writer.write_omop`` at each ``--sizes``
+N. The synthetic CSVs are generated into a temporary folder first; that generation is timed
+separately and is not part of the pipeline time. Each size runs in a fresh child process, so
+"peak RSS" (from ``resource.getrusage``: the process-wide peak, Python + DuckDB) belongs to that
+size alone.
 
 The issue asks for a cost linear in events: events/s should stay roughly constant as N grows, so
 the script prints events/s at the largest synthetic size divided by events/s at the smallest.
@@ -55,7 +56,7 @@ def run_one(
     """The timed pipeline for one OMOP folder; runs in a child process (see ``--one``)."""
     from clinieval.cli.ehr import _safe_name
     from clinieval.ehr.medalign_xml import write_xml
-    from clinieval.ehr.omop import open_omop
+    from clinieval.ehr.omop.source import open_omop
 
     rss_start = peak_rss_mib()
     events = notes = patients = 0
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res))
         return 0
 
-    from clinieval.ehr.synth import write_omop
+    from clinieval.ehr.synth.writer import write_omop
 
     results: list[dict[str, Any]] = []
     gen: dict[int, float] = {}

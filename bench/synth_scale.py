@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from clinieval.ehr import synth
+from clinieval.ehr.synth.generator import generate
+from clinieval.ehr.synth.writer import write_omop
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,11 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     print(" ".join(f"{h:>{w}}" for h, w in head))
     for n in args.n:
         t0 = time.perf_counter()
-        items = sum(len(t.events) + len(t.notes) for t in synth.generate(n, args.seed))
+        items = sum(len(t.events) + len(t.notes) for t in generate(n, args.seed))
         t_gen = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            out = synth.write_omop(n, args.seed, Path(tmp) / "omop")
+            out = write_omop(n, args.seed, Path(tmp) / "omop")
             t_omop = time.perf_counter() - t0
             rows = 0
             size = 0

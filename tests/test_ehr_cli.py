@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clinieval.ehr.medalign_xml import read_xml, timeline_to_xml
-from clinieval.ehr.omop import open_omop
+from clinieval.ehr.omop.source import open_omop
 from tests.conftest import need_shared, run_cli
 
 

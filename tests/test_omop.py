@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from clinieval.ehr import omop
-from clinieval.ehr.omop import TABLES, OmopSource, _passes, format_number
+from clinieval.ehr.omop import source as omop
+from clinieval.ehr.omop.rows import format_number
+from clinieval.ehr.omop.source import OmopSource, _passes
+from clinieval.ehr.omop.tables import TABLES
 from clinieval.ehr.timeline import Timeline
 from clinieval.errors import UserError
 from tests.conftest import need_shared

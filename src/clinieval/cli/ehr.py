@@ -45,7 +45,7 @@ def omop2xml(
 ) -> None:
     """Write each patient of an OMOP CDM database as MedAlign's XML (visit → day → events)."""
     from clinieval.ehr.medalign_xml import write_xml
-    from clinieval.ehr.omop import open_omop
+    from clinieval.ehr.omop.source import open_omop
 
     with open_omop(omop_dir, memory_limit=memory_limit) as source:
         ids = source.person_ids()
@@ -82,7 +82,7 @@ def _timelines(source: Path) -> Iterator[Timeline]:
         for path in xmls:
             yield read_xml(path)
         return
-    from clinieval.ehr.omop import open_omop
+    from clinieval.ehr.omop.source import open_omop
 
     with open_omop(source) as omop:
         yield from omop.iter_timelines()

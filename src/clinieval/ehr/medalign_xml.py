@@ -27,6 +27,10 @@ vocabulary and written back bare.
 Events and notes whose visit is unknown are written into synthetic ``<visit type="No visit">``
 blocks, one per calendar day (plus one for undated items), placed in time order among the real
 visits; reading such a block gives visit-less items again.
+
+Reader and writer stay one module on purpose: the writer is built to be a fixed point of the
+reader (times, code-line splitting, note dedenting, ``No visit`` blocks are each defined once and
+used both ways), so the two halves of that round trip change together.
 """
 
 from __future__ import annotations

@@ -34,7 +34,9 @@ from datetime import datetime
 from pathlib import Path
 
 from clinieval.ehr.medalign_xml import format_time, read_xml, write_xml
-from clinieval.ehr.synth import CONDITIONS, LABS, SMOKING, generate
+from clinieval.ehr.synth.catalog import CONDITIONS, SMOKING
+from clinieval.ehr.synth.generator import generate
+from clinieval.ehr.synth.labs import LABS
 from clinieval.ehr.timeline import Event, Timeline, Visit
 from clinieval.errors import UserError
 from clinieval.fsutil import staged_dir
