@@ -22,17 +22,8 @@ import pytest
 from clinieval.benchmarks.medalign.scoring import MedAlignRubric
 from clinieval.cache import request_key
 from clinieval.errors import UserError
-from clinieval.judge import (
-    DEFAULT_JUDGE_GENERATION,
-    JudgeResult,
-    Verdict,
-    VerdictParseError,
-    judge_run,
-    labelled_text,
-    parse_score,
-    parse_yes_no,
-    read_judge_scores,
-)
+from clinieval.judge.rubric import Verdict, VerdictParseError, labelled_text, parse_score, parse_yes_no
+from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, JudgeResult, judge_run, read_judge_scores
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.records import SampleRecord

@@ -88,7 +88,7 @@ def _item(sample: Any) -> Item:
 
 
 def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str | None] | None:
-    from clinieval.judge import read_judge_scores, scores_path
+    from clinieval.judge.run import read_judge_scores, scores_path
     from clinieval.runs import RunDir
 
     run = RunDir(path)

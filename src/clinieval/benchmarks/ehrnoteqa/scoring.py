@@ -2,7 +2,7 @@
 
 * **Judge** (the paper's mode): :class:`ChoiceJudgeRubric` is Appendix A.3's yes/no prompt,
   verbatim; :class:`FreeTextJudgeRubric` the 0/1 judge of free-text answers that also sees the
-  notes. Both run through :func:`clinieval.judge.judge_run` (repeats as distinct cached
+  notes. Both run through :func:`clinieval.judge.run.judge_run` (repeats as distinct cached
   requests, unreadable verdicts unscored and counted, never "no").
 * **Letter extraction** (:class:`LetterExtraction`): deterministic, no second model. It reads
   the letter a generated answer gives (``B``, ``(B)``, ``B. text``, ``The answer is B``) or, failing
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clinieval.errors import UserError
-from clinieval.judge import Verdict, labelled_text, parse_score, parse_yes_no
+from clinieval.judge.rubric import Verdict, labelled_text, parse_score, parse_yes_no
 from clinieval.records import SampleRecord
 from clinieval.scoring.scorers import Needs, failed_score, generated_output
 from clinieval.task import LETTERS, option_lines

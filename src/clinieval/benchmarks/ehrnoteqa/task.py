@@ -22,7 +22,8 @@ from clinieval.benchmarks.ehrnoteqa.scoring import (
     option_continuations,
 )
 from clinieval.errors import UserError
-from clinieval.judge import JudgeResult, Rubric, judge_run
+from clinieval.judge.rubric import Rubric
+from clinieval.judge.run import JudgeResult, judge_run
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runs import RunDir
 from clinieval.scoring.scorers import Answered, Scorer

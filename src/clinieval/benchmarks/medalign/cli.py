@@ -268,7 +268,7 @@ def judge(
     import dataclasses
 
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
-    from clinieval.judge import DEFAULT_JUDGE_GENERATION, judge_run
+    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, judge_run
     from clinieval.models.spec import parse_model_spec
     from clinieval.runs import RunDir
 

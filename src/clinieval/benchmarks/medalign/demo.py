@@ -104,7 +104,7 @@ async def _run_arms(
 
 async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
-    from clinieval.judge import judge_run
+    from clinieval.judge.run import judge_run
     from clinieval.models.spec import BackendOptions, parse_model_spec
     from clinieval.runs import RunDir
 

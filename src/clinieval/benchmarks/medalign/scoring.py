@@ -19,7 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clinieval.judge import Verdict, VerdictParseError, as_bool, as_score, extract_json_object, json_field
+from clinieval.judge.rubric import (
+    Verdict,
+    VerdictParseError,
+    as_bool,
+    as_score,
+    extract_json_object,
+    json_field,
+)
 from clinieval.records import SampleRecord
 from clinieval.types import Message, Sample
 
