@@ -80,14 +80,14 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def _clear_clinieval_caches() -> None:
-    from clinieval.scoring import text
+    from clinieval.scoring.text import base, overlap
 
-    text._stemmer.cache_clear()
-    text._wordnet.cache_clear()
+    base.cached_stemmer.cache_clear()
+    overlap._wordnet.cache_clear()
 
 
 def _clinieval(name: str, preds: list[str], refs: list[str]) -> tuple[float, dict[str, Any]]:
-    from clinieval.scoring.text import text_metric
+    from clinieval.scoring.text.registry import text_metric
 
     metric = text_metric(name)
     _clear_clinieval_caches()
@@ -96,7 +96,7 @@ def _clinieval(name: str, preds: list[str], refs: list[str]) -> tuple[float, dic
 
 def _naive(name: str, preds: list[str], refs: list[str]) -> tuple[list[float], float | None]:
     """The naive loop for ``name``: main per-item values, and the corpus value where it is not a mean."""
-    from clinieval.scoring.text import word_tokens
+    from clinieval.scoring.text.base import word_tokens
 
     pairs = list(zip(preds, refs, strict=True))
     if name == "rouge":
@@ -131,7 +131,7 @@ def _naive(name: str, preds: list[str], refs: list[str]) -> tuple[list[float], f
     if name == "bertscore-reload":
         import bert_score
 
-        from clinieval.scoring.text import DEFAULT_BERTSCORE_LAYER, default_bertscore_model
+        from clinieval.scoring.text.embedding import DEFAULT_BERTSCORE_LAYER, default_bertscore_model
 
         model = str(default_bertscore_model())
         values = []
@@ -149,7 +149,7 @@ _SETUP: dict[str, Any] = {}
 
 def _set_up(metrics: list[str]) -> None:
     """Everything that is loaded once in real use, outside the timings."""
-    from clinieval.scoring.text import text_metric
+    from clinieval.scoring.text.registry import text_metric
 
     warm = clinical_pairs(3, seed=12345)
     for name in metrics:
@@ -162,7 +162,7 @@ def _set_up(metrics: list[str]) -> None:
         from bert_score import BERTScorer
         from transformers.utils import logging as hf_logging
 
-        from clinieval.scoring.text import DEFAULT_BERTSCORE_LAYER, default_bertscore_model
+        from clinieval.scoring.text.embedding import DEFAULT_BERTSCORE_LAYER, default_bertscore_model
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         model = str(default_bertscore_model())

@@ -23,7 +23,7 @@ from clinieval.scoring.learned import (
     learned_metric,
     learned_metric_names,
 )
-from clinieval.scoring.text import MetricResult
+from clinieval.scoring.text.base import MetricResult
 
 PREDS = ["The patient has a fever.", "Started metoprolol."]
 REFS = ["Patient is febrile.", "Metoprolol was started."]

@@ -17,16 +17,10 @@ import pytest
 
 from clinieval.errors import UserError
 from clinieval.scoring import wordnet as wn_setup
-from clinieval.scoring.text import (
-    DEFAULT_BERTSCORE_LAYER,
-    MetricResult,
-    TextMetric,
-    lcs_length,
-    score_texts,
-    text_metric,
-    text_metric_names,
-    word_tokens,
-)
+from clinieval.scoring.text.base import MetricResult, TextMetric, word_tokens
+from clinieval.scoring.text.embedding import DEFAULT_BERTSCORE_LAYER
+from clinieval.scoring.text.overlap import lcs_length
+from clinieval.scoring.text.registry import score_texts, text_metric, text_metric_names
 
 # Hand-written pairs: clinical phrasing, punctuation, casing, numbers, synonyms, repeats.
 PAIRS = [
@@ -394,7 +388,7 @@ def bertscore() -> TextMetric:
 def test_bertscore_matches_bert_score(bertscore: TextMetric) -> None:
     import bert_score
 
-    from clinieval.scoring.text import default_bertscore_model
+    from clinieval.scoring.text.embedding import default_bertscore_model
 
     preds, refs = PREDS[:12], REFS[:12]
     ours = bertscore.compute(preds, refs)

@@ -64,7 +64,7 @@ def score_text_metrics(run: RunDir, metrics: Sequence[str]) -> list[ScorerSummar
     Failed answers stay unscored with their error kind and answers without a reference are
     unscored as ``no_reference``: neither is turned into a 0.
     """
-    from clinieval.scoring.text import text_metric
+    from clinieval.scoring.text.registry import text_metric
 
     records = _finished(run)
     blocked = {r.key: _unscorable(r) for r in records}

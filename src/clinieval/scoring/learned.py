@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from clinieval.errors import UserError
-from clinieval.scoring.text import MetricResult, References, prepare_inputs
+from clinieval.scoring.text.base import MetricResult, References, prepare_inputs
 
 
 @dataclass(frozen=True, slots=True)

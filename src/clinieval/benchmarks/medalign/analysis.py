@@ -35,7 +35,7 @@ from clinieval.analysis.analyze import AnalyzeOptions, analyze
 from clinieval.analysis.rankings import ScoreTable
 from clinieval.analysis.table import LongTable, Row
 from clinieval.errors import UserError
-from clinieval.scoring.text import word_tokens
+from clinieval.scoring.text.base import word_tokens
 
 JSON = dict[str, Any]
 LengthCounter = Callable[[str], int]
@@ -50,7 +50,7 @@ ERROR_RULE = (
     "(MedAlign counted its 44 content-filtered items as incorrect)"
 )
 WORD_COUNTER = (
-    "clinieval.scoring.text.word_tokens: runs of letters/digits (joined across internal "
+    "clinieval.scoring.text.base.word_tokens: runs of letters/digits (joined across internal "
     "apostrophes and hyphens) plus each punctuation mark"
 )
 

@@ -5,7 +5,7 @@ MedAlign (Fleming et al., AAAI 2024) built its benchmark in steps this module re
 1. **Near-duplicate removal** (:func:`dedupe_instructions`). An instruction is dropped when its
    ROUGE-L F-measure with an earlier *kept* instruction exceeds 0.7. ROUGE-L is rouge-score's
    ``RougeScorer(["rougeL"])`` F-measure to the last bit: rouge-score's own tokeniser, the same LCS
-   length (:func:`clinieval.scoring.text.lcs_length`) and the same F-measure arithmetic. Comparing
+   length (:func:`clinieval.scoring.text.overlap.lcs_length`) and the same F-measure arithmetic. Comparing
    all pairs exactly is quadratic in slow Python steps, so every instruction is first compared with
    all earlier ones through an upper bound that one sparse matrix product gives for a whole block
    of pairs at once: an LCS is never longer than the two token sequences' multiset overlap (the
@@ -52,7 +52,7 @@ from clinieval.ehr.medalign_xml import read_xml
 from clinieval.ehr.retrieval import BM25Index, Document, patient_document
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_open
-from clinieval.scoring.text import RougeTokenizer, lcs_length
+from clinieval.scoring.text.overlap import RougeTokenizer, lcs_length
 
 __all__ = [
     "DEFAULT_K",

@@ -326,7 +326,7 @@ def _add_ehr_tokens(cells: list[tuple[Row, dict[str, object]]], samples: Mapping
 def _add_metrics(cells: list[tuple[Row, dict[str, object]]], metrics: Sequence[str]) -> None:
     """Each metric of each response against the gold, batched; an empty response scores as the
     metric scores an empty text (the clinicians saw it, so it stays in the comparison)."""
-    from clinieval.scoring.text import text_metric
+    from clinieval.scoring.text.registry import text_metric
 
     answers = [str(c["response"]) for _, c in cells]
     golds = [str(c["gold_response"]) for _, c in cells]
