@@ -10,19 +10,21 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, rankdata
 
+from clinieval.analysis.rank_agreement import (
+    accuracy_2tuple,
+    accuracy_triple,
+    inter_rater_kendall,
+    metric_human_kendall,
+    order_agreement,
+    rank_instability,
+)
 from clinieval.analysis.rankings import (
     PairOutcome,
     ScoreTable,
-    accuracy_2tuple,
-    accuracy_triple,
     compare_pair_outcomes,
     head_to_head,
-    inter_rater_kendall,
     mean_ranks,
-    metric_human_kendall,
-    order_agreement,
     pair_outcomes,
-    rank_instability,
     rank_scores,
     rank_table,
     win_rate_errors,

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from clinieval.analysis import agreement, rankings, uncertainty
+from clinieval.analysis import agreement, rank_agreement, rankings, uncertainty
 from clinieval.analysis._validation import UndefinedStatisticError
 from clinieval.analysis.rankings import ScoreTable
 from clinieval.analysis.table import LongTable, Row
@@ -341,7 +341,7 @@ def _score_section(ctx: _Context, column: str, table: ScoreTable) -> JSON:
 # --- the human reference (clinicians) -------------------------------------------------------------
 
 
-def _kendall_json(k: rankings.KendallAgreement) -> JSON:
+def _kendall_json(k: rank_agreement.KendallAgreement) -> JSON:
     return {
         "mean_tau_b": k.mean,
         "ci": list(k.ci) if k.ci else None,
@@ -370,7 +370,7 @@ def _human_section(ctx: _Context, tables: dict[str, ScoreTable]) -> JSON | None:
         **ranking,
     }
     agreements = {
-        col: rankings.metric_human_kendall(t, human, level=o.level, resamples=o.resamples, seed=o.seed)
+        col: rank_agreement.metric_human_kendall(t, human, level=o.level, resamples=o.resamples, seed=o.seed)
         for col, t in tables.items()
     }
     two = len(human.models) >= 2
@@ -392,7 +392,7 @@ def _human_section(ctx: _Context, tables: dict[str, ScoreTable]) -> JSON | None:
 
 
 def _fisher_z(
-    ctx: _Context, tables: dict[str, ScoreTable], agreements: dict[str, rankings.KendallAgreement]
+    ctx: _Context, tables: dict[str, ScoreTable], agreements: dict[str, rank_agreement.KendallAgreement]
 ) -> list[JSON]:
     """Two metrics' mean taus with the clinicians compared as overlapping correlations (they share
     the clinician ranking): Meng-Rosenthal-Rubin's Z on Fisher's transform, with n the items both
@@ -401,7 +401,7 @@ def _fisher_z(
     out: list[JSON] = []
     for a, b in combinations(agreements, 2):
         ka, kb = agreements[a], agreements[b]
-        between = rankings.metric_human_kendall(tables[a], tables[b], resamples=1)
+        between = rank_agreement.metric_human_kendall(tables[a], tables[b], resamples=1)
         n = len(set(ka.taus) & set(kb.taus))
         if ka.mean is None or kb.mean is None or between.mean is None or n < 4:
             ctx.undefined.append(
@@ -453,7 +453,7 @@ def _rater_section(ctx: _Context, column: str) -> JSON:
     per_rater = _rater_tables(ctx, column)
     out: JSON = {"raters": len(per_rater)}
     if len(per_rater) >= 2:
-        k = rankings.inter_rater_kendall(per_rater, level=o.level, resamples=o.resamples, seed=o.seed)
+        k = rank_agreement.inter_rater_kendall(per_rater, level=o.level, resamples=o.resamples, seed=o.seed)
         out["inter_rater_kendall"] = _kendall_json(k)
     units = sorted({(i, m) for t in per_rater.values() for i in t.items for m in t.models})
     data = [[_cell(t, i, m) for i, m in units] for t in per_rater.values()]
@@ -505,7 +505,7 @@ def _judge_vs_human(ctx: _Context, col: str, human: ScoreTable, judge: ScoreTabl
         return out
     ref = [_complete([_cell(human, i, m) for m in models]) for i in items]
     jud = [_complete([_cell(judge, i, m) for m in models]) for i in items]
-    oa = rankings.order_agreement(ref, jud)
+    oa = rank_agreement.order_agreement(ref, jud)
     out["accuracy_2tuple"], out["accuracy_triple"] = oa.accuracy_2tuple, oa.accuracy_triple
     out["order_items"], out["judge_missing"] = oa.items, oa.judge_missing
     pair_cmp = rankings.compare_pair_outcomes(human.restrict(models=models), judge.restrict(models=models))
@@ -595,7 +595,7 @@ def _run_section(ctx: _Context, column: str) -> JSON:
             "mean": float(col.mean()),
             "sd": float(col.std(ddof=1)) if col.size > 1 else None,
         }
-    inst = rankings.rank_instability(means)
+    inst = rank_agreement.rank_instability(means)
     return {
         "per_model": spread,
         "rank_instability": inst.total,

@@ -10,7 +10,7 @@ Definitions (``shared/spec/ehrnoteqa.md``):
   with its sample standard deviation.
 * **Ranking stability**: in each repeat the models are ranked by score (1 = best, ties share
   the best rank); a model's gold rank is the mode of its ranks; instability is the sum over
-  models and repeats of |rank - gold rank| (:func:`clinieval.analysis.rankings.rank_instability`).
+  models and repeats of |rank - gold rank| (:func:`clinieval.analysis.rank_agreement.rank_instability`).
 * **Letter extraction** and **log-likelihood** accuracies are 100 x the share correct, failures
   counted as incorrect.
 * **Agreement between modes**: per answer, each mode's verdict (the judge's majority over its
@@ -234,7 +234,8 @@ def _modes_for(arms: Sequence[Arm], fmt: str) -> tuple[str, ...]:
 
 
 def _stability(arms: Sequence[Arm]) -> JSON:
-    from clinieval.analysis.rankings import ScoreTable, rank_instability
+    from clinieval.analysis.rank_agreement import rank_instability
+    from clinieval.analysis.rankings import ScoreTable
 
     judged = [a for a in arms if a.verdicts is not None]
     if len(judged) < 2:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from clinieval.analysis import rankings, uncertainty
+from clinieval.analysis import rank_agreement, uncertainty
 from clinieval.analysis.analyze import AnalyzeOptions, analyze
 from clinieval.analysis.rankings import ScoreTable
 from clinieval.analysis.table import LongTable, Row
@@ -647,7 +647,7 @@ def _kendall_items(view: _View) -> JSON | None:
     out: JSON = {}
     for metric in (*c.metrics, *([c.correct] if view.has(c.correct) else [])):
         scores = _score_table(view, metric, higher_is_better=True)
-        k = rankings.metric_human_kendall(scores, reference, resamples=1)
+        k = rank_agreement.metric_human_kendall(scores, reference, resamples=1)
         out[metric] = {
             "taus": k.taus,
             "mean": k.mean,
