@@ -22,7 +22,8 @@ from pathlib import Path
 
 from clinieval.analysis.analyze import AnalyzeOptions, analyze
 from clinieval.analysis.table import LongTable, Row
-from clinieval.benchmarks.medalign.analysis import MedAlignColumns, medalign_analysis
+from clinieval.benchmarks.medalign.analysis.columns import MedAlignColumns
+from clinieval.benchmarks.medalign.analysis.compute import medalign_analysis
 
 METRICS = tuple(f"m{i}" for i in range(8))
 GROUPS = {

@@ -23,7 +23,8 @@ import pytest
 from scipy import stats
 
 from clinieval.analysis.table import LongTable, Row
-from clinieval.benchmarks.medalign.analysis import MedAlignColumns, medalign_analysis
+from clinieval.benchmarks.medalign.analysis.columns import MedAlignColumns
+from clinieval.benchmarks.medalign.analysis.compute import medalign_analysis
 from clinieval.benchmarks.medalign.report import render_html, render_markdown, write_report
 from clinieval.errors import UserError
 

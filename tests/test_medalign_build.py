@@ -11,21 +11,21 @@ from pathlib import Path
 import pytest
 from rouge_score.rouge_scorer import RougeScorer
 
-from clinieval.benchmarks.medalign.build import (
-    KEY_COLUMNS,
+from clinieval.benchmarks.medalign.build.dedupe import (
     REMOVED_COLUMNS,
-    REVIEW_COLUMNS,
-    Instruction,
-    build_cohort_index,
     dedupe_file,
     dedupe_instructions,
-    key_path,
-    match_file,
-    match_instructions,
-    read_instructions,
     removed_path,
     rouge_l,
-    score_matching,
+)
+from clinieval.benchmarks.medalign.build.evaluate import score_matching
+from clinieval.benchmarks.medalign.build.instructions import Instruction, read_instructions
+from clinieval.benchmarks.medalign.build.matching import build_cohort_index, match_instructions
+from clinieval.benchmarks.medalign.build.review import (
+    KEY_COLUMNS,
+    REVIEW_COLUMNS,
+    key_path,
+    match_file,
     write_review,
 )
 from clinieval.ehr import synth

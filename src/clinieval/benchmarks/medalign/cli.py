@@ -187,7 +187,7 @@ def build_dedupe(
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the result as JSON")] = None,
 ) -> None:
     """Remove near-duplicate instructions (ROUGE-L > 0.7 in the paper); the first one is kept."""
-    from clinieval.benchmarks.medalign.build import dedupe_file, removed_path
+    from clinieval.benchmarks.medalign.build.dedupe import dedupe_file, removed_path
     from clinieval.fsutil import atomic_write_json
 
     result = dedupe_file(instructions, out, threshold, use_stemmer=stemmer)
@@ -213,7 +213,7 @@ def build_match(
     stopwords: Annotated[bool, typer.Option(help="drop English stopwords from queries and records")] = False,
 ) -> None:
     """BM25 top-K patients per instruction plus K random ones, shuffled for blinded relevance review."""
-    from clinieval.benchmarks.medalign.build import match_file
+    from clinieval.benchmarks.medalign.build.review import match_file
 
     if random_pool not in ("cohort", "rest"):
         raise UserError(f"--random-pool must be cohort or rest, not {random_pool!r}")
@@ -235,7 +235,8 @@ def build_score(
     json_out: Annotated[Path | None, typer.Option("--json", help="also write the scores as JSON")] = None,
 ) -> None:
     """success@K and MRR@K of the BM25 matching, and of the random baseline."""
-    from clinieval.benchmarks.medalign.build import key_path, score_matching
+    from clinieval.benchmarks.medalign.build.evaluate import score_matching
+    from clinieval.benchmarks.medalign.build.review import key_path
     from clinieval.fsutil import atomic_write_json
 
     scores = score_matching(review, key or key_path(review), k_max=k, allow_unjudged=allow_unjudged)

@@ -349,7 +349,8 @@ def report(
 ) -> tuple[JSON, list[Path]]:
     """The MedAlign analysis of ``table`` written to ``out`` (JSON, Markdown, HTML): every
     :data:`ANALYSIS_METRICS` column it has, except the ``reference`` the ranking was computed from."""
-    from clinieval.benchmarks.medalign.analysis import MedAlignColumns, medalign_analysis
+    from clinieval.benchmarks.medalign.analysis.columns import MedAlignColumns
+    from clinieval.benchmarks.medalign.analysis.compute import medalign_analysis
     from clinieval.benchmarks.medalign.report import write_report
 
     metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != reference)
