@@ -39,7 +39,7 @@ from _server import smol_server
 
 from clinieval.benchmarks.ehrnoteqa.data import load_physionet
 from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
-from clinieval.benchmarks.ehrnoteqa.synth import build_synthetic_set
+from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
 from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import RunDir

@@ -14,24 +14,23 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clinieval.benchmarks.ehrnoteqa.build import (
-    CHOICES_PROMPT,
-    QUESTION_PROMPT,
-    REVIEW_COLUMNS,
+from clinieval.benchmarks.ehrnoteqa.build.checks import check_item, failed_checks
+from clinieval.benchmarks.ehrnoteqa.build.cli import app
+from clinieval.benchmarks.ehrnoteqa.build.parsing import (
     ChoicesReply,
     QuestionReply,
     ReplyParseError,
-    check_item,
-    choices_messages,
-    failed_checks,
-    load_patients,
     parse_choices_reply,
     parse_question_reply,
-    question_messages,
-    read_patient_ids,
-    sample_patient_ids,
 )
-from clinieval.benchmarks.ehrnoteqa.build_cli import app
+from clinieval.benchmarks.ehrnoteqa.build.pipeline import load_patients, read_patient_ids, sample_patient_ids
+from clinieval.benchmarks.ehrnoteqa.build.prompts import (
+    CHOICES_PROMPT,
+    QUESTION_PROMPT,
+    choices_messages,
+    question_messages,
+)
+from clinieval.benchmarks.ehrnoteqa.build.review import REVIEW_COLUMNS
 from clinieval.errors import UserError
 from tests.conftest import REPO
 from tests.fault_server import FaultServer

@@ -20,16 +20,11 @@ from typing import Any
 
 import pytest
 
-import clinieval.benchmarks.ehrnoteqa.synth as synth_set
-from clinieval.benchmarks.ehrnoteqa.synth import (
-    CATEGORIES,
-    CSV_COLUMNS,
-    KINDS,
-    SOURCES,
-    build_case,
-    build_synthetic_set,
-    questions_for,
-)
+import clinieval.benchmarks.ehrnoteqa.synth.writer as synth_set
+from clinieval.benchmarks.ehrnoteqa.synth.kinds import CATEGORIES, KINDS
+from clinieval.benchmarks.ehrnoteqa.synth.questions import SOURCES, questions_for
+from clinieval.benchmarks.ehrnoteqa.synth.summaries import build_case
+from clinieval.benchmarks.ehrnoteqa.synth.writer import CSV_COLUMNS, build_synthetic_set
 from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.ehr.notes import (
     DischargeNote,

@@ -30,7 +30,7 @@ app = typer.Typer(
 
 
 def _add_build() -> None:
-    from clinieval.benchmarks.ehrnoteqa.build_cli import app as build_app
+    from clinieval.benchmarks.ehrnoteqa.build.cli import app as build_app
 
     app.add_typer(build_app, name="build")
 

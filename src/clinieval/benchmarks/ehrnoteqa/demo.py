@@ -47,7 +47,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     from clinieval.benchmarks.ehrnoteqa.data import load_physionet
     from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
     from clinieval.benchmarks.ehrnoteqa.report import render_markdown, write_report
-    from clinieval.benchmarks.ehrnoteqa.synth import build_synthetic_set
+    from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
     from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
 
     data = plan.out / "data"

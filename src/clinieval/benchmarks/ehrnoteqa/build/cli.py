@@ -1,6 +1,6 @@
 """``clinieval ehrnoteqa build``: generate EHRNoteQA-style questions, then re-import their review.
 
-Thin: each command parses its options, calls :mod:`clinieval.benchmarks.ehrnoteqa.build` and prints. A
+Thin: each command parses its options, calls :mod:`.pipeline` or :mod:`.importing` and prints. A
 :class:`~clinieval.errors.UserError` propagates to ``clinieval``'s ``main``, which prints it on one
 line and exits non-zero. Mount with ``ehrnoteqa_app.add_typer(app, name="build")``.
 """
@@ -16,7 +16,7 @@ import typer
 from clinieval.models.spec import BackendOptions
 
 if TYPE_CHECKING:
-    from clinieval.benchmarks.ehrnoteqa.build import BuildResult, BuildSettings, Patient
+    from clinieval.benchmarks.ehrnoteqa.build.pipeline import BuildResult, BuildSettings, Patient
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -55,7 +55,7 @@ def generate(
     """Write a question (step 1) then five options (step 2) per patient, check them, and export
     review.csv for clinicians. Re-running the same command resumes; a finished build asks nothing.
     """
-    from clinieval.benchmarks.ehrnoteqa.build import BuildSettings, load_patients
+    from clinieval.benchmarks.ehrnoteqa.build.pipeline import BuildSettings, load_patients
 
     settings = BuildSettings(
         per_patient=per_patient,
@@ -80,7 +80,7 @@ def generate(
 async def _generate(
     patients: list[Patient], spec: str, backend: BackendOptions, out: Path, settings: BuildSettings
 ) -> BuildResult:
-    from clinieval.benchmarks.ehrnoteqa.build import generate_dataset
+    from clinieval.benchmarks.ehrnoteqa.build.pipeline import generate_dataset
     from clinieval.models.spec import parse_model_spec
 
     model = parse_model_spec(spec, backend)
@@ -109,7 +109,7 @@ def import_(
     ] = None,
 ) -> None:
     """Apply the clinicians' review (keep, revised_*) and write the final questions and statistics."""
-    from clinieval.benchmarks.ehrnoteqa.build import import_review
+    from clinieval.benchmarks.ehrnoteqa.build.importing import import_review
 
     result = import_review(
         review, out, generated=generated, allow_failed_checks=allow_failed_checks, stats_out=stats
