@@ -11,6 +11,7 @@ otherwise, e.g. "computed reference"), never assumed to be clinicians.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,10 +20,25 @@ JSON = dict[str, Any]
 DEFAULT_LABEL = "clinician"
 
 
-def _esc(text: str) -> str:
-    """Markdown-safe text: backslash, pipe and angle brackets backslash-escaped, newlines folded."""
-    for raw in ("\\", "|", "<", ">"):
+_TABLE_SPECIALS = ("\\", "|", "<", ">")
+_EMPHASIS_SPECIALS = ("*", "`", "[", "]")
+# An underscore inside a word (gpt_4_turbo) is never emphasis; only the others are escaped.
+_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
+def md_escape(text: str, *, strict: bool = False) -> str:
+    """Markdown-safe text from the data, on one line: the one Markdown escaper of the package.
+
+    Always: backslash, pipe and angle brackets backslash-escaped (``|`` cannot add a table column,
+    ``<b>`` stays text) and newlines folded to spaces. ``strict`` also escapes the emphasis and
+    link characters (``*``, the backtick, ``[``, ``]``, and ``_`` at a word's edge), for text placed
+    beside emphasis the renderer adds itself; tables of numbers leave them alone, so a confidence
+    interval stays ``[0.1, 0.2]`` in the raw text.
+    """
+    for raw in _TABLE_SPECIALS + (_EMPHASIS_SPECIALS if strict else ()):
         text = text.replace(raw, "\\" + raw)
+    if strict:
+        text = _EDGE_UNDERSCORE.sub(r"\\_", text)
     return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
@@ -51,8 +67,8 @@ def _ci(ci: Sequence[float] | None) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A Markdown table; every header and cell is escaped here, so callers pass raw text."""
-    lines = ["| " + " | ".join(map(_esc, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(map(_esc, r)) + " |" for r in rows]
+    lines = ["| " + " | ".join(map(md_escape, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(md_escape, r)) + " |" for r in rows]
     return [*lines, ""]
 
 
@@ -77,7 +93,7 @@ def _ranking_rows(models: Sequence[str], section: JSON) -> list[list[str]]:
 
 def _score(col: str, s: JSON, level: float) -> list[str]:
     direction = "higher is better" if s["higher_is_better"] else "lower is better"
-    out = [f"## {_esc(col)} ({direction})", ""]
+    out = [f"## {md_escape(col)} ({direction})", ""]
     models = list(s["per_model"])
     rows = [
         [m, _f(p["n"]), _f(p["mean"]), _ci(p["ci"]), _f(p["sd"]), *r]
@@ -119,7 +135,7 @@ def _score(col: str, s: JSON, level: float) -> list[str]:
 
 def _human(h: JSON, level: float) -> list[str]:
     label = str(h.get("label", DEFAULT_LABEL))
-    out = [f"## {_esc(_title(label))} ranking ({_esc(h['column'])}, rank 1 = best)", ""]
+    out = [f"## {md_escape(_title(label))} ranking ({md_escape(h['column'])}, rank 1 = best)", ""]
     models = list(h["mean_rank"])
     averaged = h.get("mean_rank_ties_averaged") or {}
     rows = [
@@ -152,7 +168,7 @@ def _human(h: JSON, level: float) -> list[str]:
             "skipped (incomplete)",
             "mean |win-rate error|",
         ]
-        title = f"Metric–{_esc(label)} agreement (per-item Kendall tau-b, averaged):"
+        title = f"Metric–{md_escape(label)} agreement (per-item Kendall tau-b, averaged):"
         out += [title, "", *_table(header, rows)]
     if h["metric_comparison"]:
         rows = [
@@ -192,8 +208,8 @@ def _mean_abs(errors: dict[str, float | None]) -> float | None:
 
 
 def _judge(j: JSON, label: str) -> list[str]:
-    name = _esc(label)
-    out = [f"## Judge scores vs {name} scores ({_esc(j['column'])})", ""]
+    name = md_escape(label)
+    out = [f"## Judge scores vs {name} scores ({md_escape(j['column'])})", ""]
     cols = {k: v for k, v in j.items() if k not in ("column", "raters")}
     rows = [
         [
@@ -233,7 +249,7 @@ def _judge(j: JSON, label: str) -> list[str]:
         if not rows:  # fewer than two models: listed under undefined
             continue
         out += [
-            f"Win/tie rates, {name} vs {_esc(col)}:",
+            f"Win/tie rates, {name} vs {md_escape(col)}:",
             "",
             *_table(["pair", f"{label} win", f"{label} tie", "judge win", "judge tie"], rows),
         ]
@@ -278,7 +294,7 @@ def _runs(runs: JSON) -> list[str]:
             for m, p in r["per_model"].items()
         ]
         out += [
-            f"{_esc(col)}: rank instability Σ\\|rank − mode rank\\| = {_f(r['rank_instability'])}",
+            f"{md_escape(col)}: rank instability Σ\\|rank − mode rank\\| = {_f(r['rank_instability'])}",
             "",
             *_table(["model", "runs", "mean over runs", "SD over runs", "mode rank", "instability"], rows),
         ]
@@ -290,11 +306,11 @@ def render_markdown(result: JSON) -> str:
     o = result["options"]
     level = float(o["level"])
     lines = [
-        f"# Analysis of {_esc(str(result['table']))}",
+        f"# Analysis of {md_escape(str(result['table']))}",
         "",
         f"{result['rows']:,} rows, {result['items']:,} items, {len(result['models'])} models. "
         f"Bootstrap: {o['resamples']:,} resamples, seed {o['seed']}"
-        + (f", clustered by {_esc(o['cluster'])}" if o["cluster"] else "")
+        + (f", clustered by {md_escape(o['cluster'])}" if o["cluster"] else "")
         + ".",
         "",
     ]
@@ -309,11 +325,10 @@ def render_markdown(result: JSON) -> str:
     if "runs" in result:
         lines += _runs(result["runs"])
     if result["undefined"]:
-        lines += ["## Undefined statistics", "", *(f"- {_esc(u)}" for u in result["undefined"]), ""]
+        lines += ["## Undefined statistics", "", *(f"- {md_escape(u)}" for u in result["undefined"]), ""]
     return "\n".join(lines)
 
 
-# Public names for other reports: one escaping rule and one number format for every Markdown table.
-md_escape = _esc
+# Public names for other reports: one number format and one table layout for every Markdown table.
 md_number = _f
 md_table = _table

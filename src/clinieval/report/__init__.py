@@ -2,4 +2,39 @@
 
 The JSON is the single source of every number; a report only formats and arranges it, so a
 figure in a report can always be traced back to the JSON written beside it.
+
+A benchmark builds its report once, as a :class:`Document` (:mod:`clinieval.report.document`),
+from its JSON; :func:`render_markdown` and :func:`render_html` turn that one document into both
+formats, and :func:`write_report` writes ``<stem>.json``, ``<stem>.md`` and ``<stem>.html``
+atomically. Escaping lives only in the renderers (:mod:`clinieval.report.render`); head-to-head
+heatmaps in :mod:`clinieval.report.heatmap`.
 """
+
+from clinieval.report.document import (
+    Block,
+    BulletList,
+    Document,
+    Inline,
+    Paragraph,
+    Raw,
+    Section,
+    Strong,
+    Table,
+)
+from clinieval.report.render import html_escape, render_html, render_markdown, write_report
+
+__all__ = [
+    "Block",
+    "BulletList",
+    "Document",
+    "Inline",
+    "Paragraph",
+    "Raw",
+    "Section",
+    "Strong",
+    "Table",
+    "html_escape",
+    "render_html",
+    "render_markdown",
+    "write_report",
+]

@@ -173,16 +173,16 @@ def judge(
 @app.command()
 def analyze(
     runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
-    out: Annotated[Path, typer.Option(help="folder for analysis.json and report.md")],
+    out: Annotated[Path, typer.Option(help="folder for analysis.json, report.md and report.html")],
 ) -> None:
     """Scores in every mode side by side, their agreement, judge SD, rank stability, breakdowns."""
     from clinieval.benchmarks.ehrnoteqa.analysis import analyze_runs
     from clinieval.benchmarks.ehrnoteqa.report import render_markdown, write_report
 
     result = analyze_runs(run_dirs(runs))
-    json_path, md_path = write_report(result, out)
+    paths = write_report(result, out)
     typer.echo(render_markdown(result))
-    typer.echo(f"wrote {json_path} and {md_path}")
+    typer.echo(f"wrote {', '.join(map(str, paths))}")
 
 
 @app.command()

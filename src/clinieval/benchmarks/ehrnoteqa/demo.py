@@ -85,6 +85,6 @@ async def run_demo(plan: DemoPlan) -> list[str]:
             f"{s.judge_calls} judge calls ({s.requests} requests, {s.cache_hits} cache hits)"
         )
     result = analyze_runs(arms)
-    json_path, md_path = write_report(result, plan.out / "report")
-    lines += [render_markdown(result), f"wrote {json_path} and {md_path}"]
+    paths = write_report(result, plan.out / "report")
+    lines += [render_markdown(result), f"wrote {', '.join(map(str, paths))}"]
     return lines

@@ -1,5 +1,6 @@
-"""The EHRNoteQA analysis as Markdown, rendered only from the JSON of
-:func:`clinieval.benchmarks.ehrnoteqa.analysis.analyze_arms` (``—`` marks an undefined value, never a 0)."""
+"""The EHRNoteQA analysis as a report (Markdown and one self-contained HTML page), built only
+from the JSON of :func:`clinieval.benchmarks.ehrnoteqa.analysis.analyze_arms` (``—`` marks an
+undefined value, never a 0) as one :class:`clinieval.report.Document` that both formats render."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clinieval.analysis.markdown import md_escape, md_number, md_table
-from clinieval.fsutil import atomic_write_json, atomic_write_text
+from clinieval import report
+from clinieval.analysis.markdown import md_number
+from clinieval.report import Block, Document, Inline, Paragraph, Section, Strong, Table
 
 JSON = dict[str, Any]
 
@@ -66,34 +68,32 @@ def _repeat_rows(section: JSON) -> list[list[str]]:
     return rows
 
 
-def _stability_lines(st: JSON | None) -> list[str]:
+def _stability_blocks(st: JSON | None) -> list[Block]:
     if not st:
         return []
     if "undefined" in st:
-        return [f"Ranking stability: undefined ({md_escape(st['undefined'])}).", ""]
+        return [Paragraph(f"Ranking stability: undefined ({st['undefined']}).")]
     header = ["model", "ranks per repeat", "gold (mode) rank", "Σ|rank − gold|"]
     rows = [
         [m, ", ".join(f"{r:g}" for r in ranks), f"{st['gold_rank'][m]:g}", f"{st['instability'][m]:g}"]
         for m, ranks in st["ranks"].items()
     ]
-    return [
-        "Ranking stability over judge repeats:",
-        "",
-        *md_table(header, rows),
-        f"Total instability: **{st['total']:g}**; "
-        f"average judge SD: {md_number(st.get('average_sd'), 2)} points.",
-        "",
+    total: list[Inline] = [
+        "Total instability: ",
+        Strong(f"{st['total']:g}"),
+        f"; average judge SD: {md_number(st.get('average_sd'), 2)} points.",
     ]
+    return [Paragraph("Ranking stability over judge repeats:"), Table(header, rows), Paragraph(total)]
 
 
-def _agreement_lines(agreement: Sequence[JSON]) -> list[str]:
+def _agreement_blocks(agreement: Sequence[JSON]) -> list[Block]:
     if not agreement:
         return []
     header = ["mode A", "mode B", "answers", "% agreement", "Cohen's κ", "model-ranking τ-b"]
     rows = []
     for a in agreement:
         rank = a["ranking"]
-        tau = md_escape(f"— ({rank['undefined']})") if "undefined" in rank else md_number(rank["tau_b"])
+        tau = f"— ({rank['undefined']})" if "undefined" in rank else md_number(rank["tau_b"])
         rows.append(
             [
                 _mode(a["a"]),
@@ -105,13 +105,12 @@ def _agreement_lines(agreement: Sequence[JSON]) -> list[str]:
             ]
         )
     return [
-        "Agreement between scoring modes (per answer; the judge's majority verdict):",
-        "",
-        *md_table(header, rows),
+        Paragraph("Agreement between scoring modes (per answer; the judge's majority verdict):"),
+        Table(header, rows),
     ]
 
 
-def _breakdown_lines(name: str, b: JSON | None, section: JSON) -> list[str]:
+def _breakdown_blocks(name: str, b: JSON | None, section: JSON) -> list[Block]:
     if not b:
         return []
     modes = section["modes"]
@@ -121,12 +120,12 @@ def _breakdown_lines(name: str, b: JSON | None, section: JSON) -> list[str]:
         for group, models in b.items()
         for model, cell in models.items()
     ]
-    return [f"By {BREAKDOWN_TITLES[name]}:", "", *md_table(header, rows)]
+    return [Paragraph(f"By {BREAKDOWN_TITLES[name]}:"), Table(header, rows)]
 
 
-def _section(fmt: str, section: JSON) -> list[str]:
+def _section(fmt: str, section: JSON) -> Section:
     header, rows = _model_rows(section)
-    lines = [f"## {FORMAT_TITLES.get(fmt, fmt)}", "", *md_table(header, rows)]
+    blocks: list[Block] = [Table(header, rows)]
     if "judge" in section["modes"]:
         n = max(
             (
@@ -135,43 +134,43 @@ def _section(fmt: str, section: JSON) -> list[str]:
             ),
             default=0,
         )
-        lines += [
-            "Judge score per repeat (100 × share judged correct; failed answers count as incorrect):",
-            "",
-            *md_table(
+        blocks += [
+            Paragraph(
+                "Judge score per repeat (100 × share judged correct; failed answers count as incorrect):"
+            ),
+            Table(
                 ["model", *[f"repeat {i + 1}" for i in range(n)], "unscored verdicts"], _repeat_rows(section)
             ),
         ]
-        lines += _stability_lines(section.get("stability"))
-    lines += _agreement_lines(section.get("agreement") or [])
+        blocks += _stability_blocks(section.get("stability"))
+    blocks += _agreement_blocks(section.get("agreement") or [])
     for name in ("level", "num_notes", "category"):
-        lines += _breakdown_lines(name, section["breakdowns"].get(name), section)
-    return lines
+        blocks += _breakdown_blocks(name, section["breakdowns"].get(name), section)
+    return Section(FORMAT_TITLES.get(fmt, fmt), blocks, anchor=fmt)
 
 
-def render_markdown(result: JSON) -> str:
-    lines = ["# EHRNoteQA report", ""]
-    for w in result.get("warnings", []):
-        lines += [f"> **Warning:** {md_escape(w)}", ""]
-    for fmt, section in result["formats"].items():
-        lines += _section(fmt, section)
+def build_document(result: JSON) -> Document:
+    """The report as a document: one section per answer format, then the formats compared."""
+    blocks: list[Block] = [_section(fmt, section) for fmt, section in result["formats"].items()]
     cons = result.get("consistency") or {}
     if len(cons) == 2:
         rows = [
             [FORMAT_TITLES[f], md_number(c.get("average_sd"), 2), md_number(c.get("instability"))]
             for f, c in cons.items()
         ]
-        lines += [
-            "## Multiple choice vs free text",
-            "",
-            *md_table(["format", "average judge SD (points)", "rank instability"], rows),
-        ]
-    return "\n".join(lines).rstrip() + "\n"
+        header = ["format", "average judge SD (points)", "rank instability"]
+        blocks.append(Section("Multiple choice vs free text", [Table(header, rows)], anchor="consistency"))
+    return Document("EHRNoteQA report", blocks, warnings=result.get("warnings", []))
 
 
-def write_report(result: JSON, out: Path) -> tuple[Path, Path]:
-    """``analysis.json`` and ``report.md`` in ``out``, each written atomically."""
-    json_path, md_path = out / "analysis.json", out / "report.md"
-    atomic_write_json(json_path, result)
-    atomic_write_text(md_path, render_markdown(result))
-    return json_path, md_path
+def render_markdown(result: JSON) -> str:
+    return report.render_markdown(build_document(result))
+
+
+def render_html(result: JSON) -> str:
+    return report.render_html(build_document(result))
+
+
+def write_report(result: JSON, out: Path) -> list[Path]:
+    """``analysis.json``, ``report.md`` and ``report.html`` in ``out``, each written atomically."""
+    return report.write_report(result, build_document(result), out, "report", json_stem="analysis")
