@@ -16,14 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from clinieval.analysis.correlate import (
-    CLINICIAN_MEAN,
-    correlate_scores,
-    read_scores,
-    render_markdown,
-    split_columns,
-    write_outputs,
-)
+from clinieval.analysis.correlate import CLINICIAN_MEAN, correlate_scores
+from clinieval.analysis.correlate_markdown import render_markdown, write_outputs
+from clinieval.analysis.model_scores import read_scores, split_columns
 from clinieval.errors import UserError
 from tests.conftest import run_cli
 

@@ -1,8 +1,10 @@
 """``clinieval correlate``: benchmark-vs-clinician rank correlation, as in EHRNoteQA's table.
 
-Parses the options, calls :mod:`clinieval.analysis.correlate`, prints the Markdown table. Every
-input problem is a :class:`~clinieval.errors.UserError`, which ``clinieval.cli.main`` turns into
-one ``error:`` line and exit code 2.
+Parses the options, reads the tables (:mod:`clinieval.analysis.model_scores`), correlates them
+(:mod:`clinieval.analysis.correlate`), prints the Markdown table
+(:mod:`clinieval.analysis.correlate_markdown`). Every input problem is a
+:class:`~clinieval.errors.UserError`, which ``clinieval.cli.main`` turns into one ``error:`` line
+and exit code 2.
 """
 
 from __future__ import annotations
@@ -57,13 +59,9 @@ def correlate(
     out: Annotated[Path | None, typer.Option(help="folder for correlation.json and correlation.md")] = None,
 ) -> None:
     """Spearman and Kendall correlation of each benchmark's model ranking with each clinician's."""
-    from clinieval.analysis.correlate import (
-        correlate_scores,
-        read_scores,
-        render_markdown,
-        split_columns,
-        write_outputs,
-    )
+    from clinieval.analysis.correlate import correlate_scores
+    from clinieval.analysis.correlate_markdown import render_markdown, write_outputs
+    from clinieval.analysis.model_scores import read_scores, split_columns
 
     if (clinicians is None) == (clinician_columns is None):
         raise UserError(
