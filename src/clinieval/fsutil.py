@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,6 +38,17 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def atomic_write_csv(
+    path: str | os.PathLike[str], columns: Sequence[str], rows: Iterable[Mapping[str, object]]
+) -> None:
+    """A UTF-8 CSV with a header row and ``\\n`` line ends, written atomically (the review files
+    clinicians open, and the dataset builders' tables)."""
+    with atomic_open(path) as f:
+        writer = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def publish_dir(tmp: Path, out: Path) -> None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_open
+from clinieval.fsutil import atomic_write_csv
 
 __all__ = [
     "REVIEWER_COLUMNS",
@@ -69,17 +69,9 @@ def review_has_input(path: Path) -> bool:
         return True
 
 
-def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> None:
-    """A UTF-8 CSV written atomically: a crash leaves the old file or the complete new one."""
-    with atomic_open(path) as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def write_review(path: Path, rows: Iterable[Mapping[str, object]]) -> None:
     """``review.csv`` with one row per parsed item (:data:`REVIEW_COLUMNS`), written atomically."""
-    _write_csv(path, REVIEW_COLUMNS, rows)
+    atomic_write_csv(path, REVIEW_COLUMNS, rows)
 
 
 _REQUIRED_REVIEW = (

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from clinieval.benchmarks.medalign.build.instructions import read_instruction_table
-from clinieval.benchmarks.medalign.build.tables import _write_csv, refuse_overwrite, sibling_path
+from clinieval.benchmarks.medalign.build.tables import refuse_overwrite, sibling_path
 from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_csv
 from clinieval.scoring.text.overlap import RougeTokenizer, lcs_length
 
 __all__ = [
@@ -228,7 +229,7 @@ def dedupe_file(
     )
     by_id = {x.instruction_id: x for x in items}
     header = [c for c in table.header if c]
-    _write_csv(dest, header, ({c: by_id[i].row[c] for c in header} for i in result.kept))
+    atomic_write_csv(dest, header, ({c: by_id[i].row[c] for c in header} for i in result.kept))
     removed_rows = (
         {
             "instruction_id": d.instruction_id,
@@ -239,5 +240,5 @@ def dedupe_file(
         }
         for d in result.removed
     )
-    _write_csv(removed_path(dest), REMOVED_COLUMNS, removed_rows)
+    atomic_write_csv(removed_path(dest), REMOVED_COLUMNS, removed_rows)
     return result

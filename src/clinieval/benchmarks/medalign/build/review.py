@@ -31,12 +31,12 @@ from clinieval.benchmarks.medalign.build.matching import (
 from clinieval.benchmarks.medalign.build.tables import (
     CsvRow,
     CsvTable,
-    _write_csv,
     read_table,
     refuse_overwrite,
     sibling_path,
 )
 from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_csv
 
 __all__ = [
     "KEY_COLUMNS",
@@ -113,8 +113,8 @@ def write_review(matches: Sequence[Match], out: str | Path) -> Path:
     """
     review = Path(out)
     key = key_path(review)
-    _write_csv(key, KEY_COLUMNS, _key_rows(matches))
-    _write_csv(review, REVIEW_COLUMNS, _review_rows(matches))
+    atomic_write_csv(key, KEY_COLUMNS, _key_rows(matches))
+    atomic_write_csv(review, REVIEW_COLUMNS, _review_rows(matches))
     return key
 
 

@@ -3,20 +3,20 @@
 Every file the build reads (instructions, the filled review, its key) is a hand-edited CSV, so every
 problem in one must be reported as ``file:line:column``: this module is the one reader that keeps
 those positions (and accepts Excel's byte-order mark), shared by :mod:`.instructions` and
-:mod:`.review`. The writers of :mod:`.dedupe` and :mod:`.review` share its atomic ``_write_csv``.
+:mod:`.review`. The writers of :mod:`.dedupe` and :mod:`.review` write with
+:func:`clinieval.fsutil.atomic_write_csv`.
 """
 
 from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_open
 
 __all__ = ["CsvRow", "CsvTable", "read_table", "refuse_overwrite", "sibling_path"]
 
@@ -87,14 +87,6 @@ def _parse_table(path: Path, reader: Any, required: Sequence[str], what: str) ->
         if len(record) != len(header):
             raise UserError(f"{path}:{start}: {len(record)} fields, but the header has {len(header)}")
         rows.append(CsvRow(start, dict(zip(header, record, strict=True))))
-
-
-def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> None:
-    """Write a CSV atomically: a crash leaves the old file or the complete new one."""
-    with atomic_open(path) as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def sibling_path(out: Path, tag: str) -> Path:
