@@ -40,7 +40,7 @@ from _server import smol_server
 from clinieval.benchmarks.ehrnoteqa.data import load_physionet
 from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
 from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
-from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
+from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, judge_arm, run_format_arm
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import RunDir
 
@@ -75,15 +75,17 @@ def answer_costs(run: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-async def loglik_only(samples: list[Any], model: str, out: Path, settings: ArmSettings) -> dict[str, float]:
+async def loglik_only(
+    samples: list[Any], model: str, out: Path, settings: EHRNoteQASettings
+) -> dict[str, float]:
     """The log-likelihood mode on its own (no generation first whose KV cache it could reuse)."""
     from clinieval.benchmarks.ehrnoteqa.scoring import OptionLoglik
     from clinieval.benchmarks.ehrnoteqa.task import ehrnoteqa_task
-    from clinieval.session import run_into
+    from clinieval.session import run_arm
 
     task = ehrnoteqa_task(samples, "mc", settings)
     task.scorers = [OptionLoglik("letter"), OptionLoglik("text")]
-    await run_into(task, model, out, settings.backend, progress=False)
+    await run_arm(task, model, out, dataclasses.replace(settings, progress=False))
     recs = RunDir.open(out).records()
     lls = [r.loglik for r in recs if r.loglik is not None]
     return {
@@ -164,7 +166,7 @@ def main() -> None:
         data = Path(tmp) / "data"
         build_synthetic_set(data, patients=args.patients, per_patient=args.per_patient)
         loaded = load_physionet(data / "qa.jsonl", data / "discharge.csv")
-        settings = ArmSettings(
+        settings = EHRNoteQASettings(
             generation=dataclasses.replace(GENERATION, max_tokens=args.max_tokens),
             backend=BackendOptions(n_ctx=8192),
             progress=False,
@@ -172,7 +174,7 @@ def main() -> None:
         arms = {}
         for fmt in ("mc", "free"):
             arms[fmt] = Path(tmp) / fmt
-            asyncio.run(run_arm(loaded.samples, args.model, fmt, arms[fmt], settings))
+            asyncio.run(run_format_arm(loaded.samples, args.model, fmt, arms[fmt], settings))
             costs[fmt] = answer_costs(arms[fmt])
         standalone = asyncio.run(loglik_only(loaded.samples, args.model, Path(tmp) / "loglik", settings))
         with smol_server(n_ctx=8192) as srv:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from clinieval.benchmarks.medalign.synth import build_synthetic_set
-from clinieval.benchmarks.medalign.task import ArmSettings, StrategyOptions, run_arm
+from clinieval.benchmarks.medalign.task import MedAlignSettings, StrategyOptions, run_strategy_arm
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import RunDir
 from clinieval.types import GenerationConfig
@@ -61,7 +61,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         built = build_synthetic_set(Path(tmp) / "data", patients=args.patients, per_patient=args.per_patient)
         samples = built.load()
-        settings = ArmSettings(
+        settings = MedAlignSettings(
             strategy=StrategyOptions(answer_tokens=args.max_tokens),
             generation=GenerationConfig(temperature=0.0, max_tokens=args.max_tokens, seed=0),
             backend=BackendOptions(n_ctx=args.n_ctx),
@@ -70,7 +70,7 @@ def main() -> None:
         for strategy in args.strategies:
             out = Path(tmp) / strategy
             t = time.perf_counter()
-            asyncio.run(run_arm(samples, args.model, strategy, out, settings))
+            asyncio.run(run_strategy_arm(samples, args.model, strategy, out, settings))
             rows[strategy] = {**per_sample(out), "wall_s": (time.perf_counter() - t) / len(samples)}
     base = rows.get("keep-recent")
     cpu = platform.processor() or platform.machine()

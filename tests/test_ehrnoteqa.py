@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from clinieval.benchmarks.ehrnoteqa.analysis import Arm, Item, analyze_arms, item_verdict, repeat_scores
+from clinieval.benchmarks.ehrnoteqa.analysis import (
+    ArmAnswers,
+    Item,
+    analyze_arms,
+    item_verdict,
+    repeat_scores,
+)
 from clinieval.benchmarks.ehrnoteqa.data import load_inline, load_physionet
 from clinieval.benchmarks.ehrnoteqa.prompts import FREE_PROMPT, MC_PROMPT
 from clinieval.benchmarks.ehrnoteqa.report import render_markdown
@@ -355,8 +361,8 @@ def _arm(
     verdicts: dict[str, list[float | None]],
     letters: dict[str, float | None],
     failed: dict[str, str] | None = None,
-) -> Arm:
-    return Arm(
+) -> ArmAnswers:
+    return ArmAnswers(
         label=label,
         model=label,
         fmt="mc",
@@ -369,7 +375,7 @@ def _arm(
     )
 
 
-def _arms() -> list[Arm]:
+def _arms() -> list[ArmAnswers]:
     a = _arm("A", {i: [1.0] * 5 for i in ITEMS}, {i: 1.0 for i in ITEMS})
     b = _arm(
         "B",

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from clinieval.benchmarks.ehrnoteqa.data import load_inline
-from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
+from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, judge_arm, run_format_arm
 from clinieval.models.spec import BackendOptions
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
@@ -46,8 +46,8 @@ def test_judge_repeats_are_distinct_requests_and_resume_repeats_nothing(tmp_path
     samples = load_inline(_inline(tmp_path)).samples
     arm = tmp_path / "arm"
     with FaultServer(answer="B. Metoprolol 25 mg") as model, FaultServer(answer="Yes.") as judge:
-        settings = ArmSettings(loglik=False, progress=False)
-        asyncio.run(run_arm(samples, f"openai:{model.url}@fault", "mc", arm, settings))
+        settings = EHRNoteQASettings(loglik=False, progress=False)
+        asyncio.run(run_format_arm(samples, f"openai:{model.url}@fault", "mc", arm, settings))
         spec = f"openai:{judge.url}@fault"
         backend = BackendOptions(max_retries=0)
         # half the run first (as if killed after two answers), then the whole run
@@ -74,8 +74,12 @@ def test_unreadable_verdicts_are_unscored_not_no(tmp_path: Path) -> None:
     arm = tmp_path / "arm"
     with FaultServer(answer="B") as model, FaultServer(answer="It depends on the context.") as judge:
         asyncio.run(
-            run_arm(
-                samples, f"openai:{model.url}@fault", "mc", arm, ArmSettings(loglik=False, progress=False)
+            run_format_arm(
+                samples,
+                f"openai:{model.url}@fault",
+                "mc",
+                arm,
+                EHRNoteQASettings(loglik=False, progress=False),
             )
         )
         result = asyncio.run(judge_arm(arm, f"openai:{judge.url}@fault", repeats=3, progress=False))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.medalign.synth import build_synthetic_set
-from clinieval.benchmarks.medalign.task import GENERATION, ArmSettings, StrategyOptions, run_arm
+from clinieval.benchmarks.medalign.task import GENERATION, MedAlignSettings, StrategyOptions, run_strategy_arm
 from clinieval.models.spec import BackendOptions
 from clinieval.types import GenerationConfig, Sample
 from tests.conftest import need_shared, run_cli
@@ -24,7 +24,7 @@ def arms(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("medalign")
     built = build_synthetic_set(root / "data", patients=2, per_patient=1)
     samples = sorted(built.load(), key=lambda s: len(s.context))[:1]
-    settings = ArmSettings(
+    settings = MedAlignSettings(
         strategy=StrategyOptions(answer_tokens=16),
         generation=GenerationConfig(temperature=0.0, max_tokens=16, seed=0),
         metrics=("rougeL", "chrf++"),
@@ -32,7 +32,7 @@ def arms(tmp_path_factory: pytest.TempPathFactory) -> Path:
         progress=False,
     )
     for strategy in ("keep-recent", "refine"):
-        asyncio.run(run_arm(samples, MODEL, strategy, root / "arms" / strategy, settings))
+        asyncio.run(run_strategy_arm(samples, MODEL, strategy, root / "arms" / strategy, settings))
     return root / "arms"
 
 
@@ -61,13 +61,13 @@ def test_arms_record_their_strategy_and_scores(arms: Path) -> None:
 @pytest.mark.slow
 def test_rerunning_an_arm_makes_no_request(arms: Path) -> None:
     sample = Sample.from_dict(_records(arms / "refine")[0]["sample"])  # type: ignore[arg-type]
-    settings = ArmSettings(
+    settings = MedAlignSettings(
         strategy=StrategyOptions(answer_tokens=16),
         generation=GenerationConfig(temperature=0.0, max_tokens=16, seed=0),
         backend=BackendOptions(n_ctx=768),
         progress=False,
     )
-    result = asyncio.run(run_arm([sample], MODEL, "refine", arms / "refine", settings))
+    result = asyncio.run(run_strategy_arm([sample], MODEL, "refine", arms / "refine", settings))
     assert result.run.stats.requests == 0 and result.run.stats.already_done == 1
     assert GENERATION.max_tokens == 256  # the paper's limit stays the default
 

@@ -28,12 +28,16 @@ if TYPE_CHECKING:
 class TaskRequest:
     """What ``clinieval run NAME`` asks of a benchmark: the name as typed, where its data is
     (None: the benchmark's default, usually ``shared/data/NAME``), a split (None: the
-    benchmark's default) and scorers that replace the benchmark's own (None: its own)."""
+    benchmark's default), scorers that replace the benchmark's own (None: its own), and the
+    tokenizer and context length that a long record's budget is counted with (None: the model's
+    own; a benchmark whose records always fit ignores both)."""
 
     name: str
     data: Path | None = None
     split: str | None = None
     scorers: Sequence[Scorer] | None = None
+    budget_tokenizer: str | None = None
+    max_context: int | None = None
 
 
 class Benchmark(Protocol):

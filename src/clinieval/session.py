@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.fsutil import atomic_write_json
@@ -18,7 +18,7 @@ from clinieval.runner import RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.task import Task
-from clinieval.types import JSON
+from clinieval.types import JSON, GenerationConfig
 
 
 @dataclass(slots=True)
@@ -99,28 +99,33 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     return RunResult(run_path=path, stats=stats, summaries=summaries)
 
 
-async def run_into(
-    task: Task,
-    model_spec: str,
-    out: Path,
-    backend: BackendOptions,
-    *,
-    limit: int | None = None,
-    concurrency: int | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
-) -> RunResult:
+@dataclass(frozen=True, slots=True)
+class ArmSettings:
+    """How one arm runs, whatever the benchmark: generation settings, the backend, how many
+    samples, requests in flight, and whether a different run at the folder may be discarded.
+    A benchmark's own settings extend this with what its arms vary (a strategy, a format)."""
+
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    backend: BackendOptions = field(default_factory=BackendOptions)
+    limit: int | None = None
+    concurrency: int | None = None
+    overwrite: bool = False
+    progress: bool = True
+
+
+async def run_arm(task: Task, model_spec: str, out: Path, settings: ArmSettings) -> RunResult:
     """Run ``task`` with the model ``model_spec`` names into exactly the folder ``out``: how a
-    benchmark runs each of its arms (a model under a strategy or an answer format)."""
+    benchmark runs each of its arms (a model under a strategy or an answer format), resuming
+    whatever ``out`` already holds."""
     request = RunRequest(
         task=task,
-        model=parse_model_spec(model_spec, backend),
+        model=parse_model_spec(model_spec, settings.backend),
         model_spec=model_spec,
         out=out,
         default_out=lambda _: out,
-        limit=limit,
-        concurrency=concurrency,
-        overwrite=overwrite,
-        progress=progress,
+        limit=settings.limit,
+        concurrency=settings.concurrency,
+        overwrite=settings.overwrite,
+        progress=settings.progress,
     )
     return await run_evaluation(request)

@@ -13,6 +13,7 @@ import typer
 
 from clinieval.errors import UserError
 from clinieval.fsutil import slug
+from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary, format_counts
@@ -42,7 +43,6 @@ def _add_subcommands() -> None:
 
 _add_subcommands()
 
-DEFAULT_MODEL = "llamacpp:smollm2-135m-instruct"
 TINY_MODEL_NOTE = (
     "note: {name} is a tiny embedded model: it exercises every code path with real text, but its "
     "scores say nothing about clinical ability. Point --model at a capable server for real numbers."
@@ -66,11 +66,18 @@ def _pick_scorers(names: list[str] | None) -> list[Scorer] | None:
     return [pick_scorer(known, n) for n in names]
 
 
-def _build_task(name: str, data: Path | None, split: str | None, scorers: list[Scorer] | None) -> Task:
+def _build_task(
+    name: str,
+    data: Path | None,
+    split: str | None,
+    scorers: list[Scorer] | None,
+    budget: tuple[str | None, int | None],
+) -> Task:
     from clinieval.benchmark import TaskRequest, find_benchmark
     from clinieval.benchmarks import BENCHMARKS
 
-    request = TaskRequest(name=name, data=data, split=split, scorers=scorers)
+    tokenizer, max_context = budget
+    request = TaskRequest(name, data, split, scorers, budget_tokenizer=tokenizer, max_context=max_context)
     return find_benchmark(BENCHMARKS, name).task(request)
 
 
@@ -93,6 +100,13 @@ def run(
     ] = None,
     split: Annotated[str | None, typer.Option(help="dataset split (pubmedqa: test or all)")] = None,
     scorer: Annotated[list[str] | None, typer.Option(help="scorer name (repeatable)")] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(help="budget tokenizer for long records, e.g. tiktoken:cl100k_base (default: model's)"),
+    ] = None,
+    max_context: Annotated[
+        int | None, typer.Option(help="context length to budget long records for (default: the model's)")
+    ] = None,
     temperature: Annotated[float, typer.Option()] = 0.0,
     max_tokens: Annotated[int | None, typer.Option(help="generation budget")] = None,
     seed: Annotated[int, typer.Option()] = 0,
@@ -114,7 +128,7 @@ def run(
     from clinieval.session import RunRequest, run_evaluation
 
     scorers = _pick_scorers(scorer)
-    the_task = _build_task(task, data, split, scorers)
+    the_task = _build_task(task, data, split, scorers, (tokenizer, max_context))
     # The task's own generation settings are the defaults; the flags override them.
     the_task.generation = dataclasses.replace(
         the_task.generation,

@@ -100,6 +100,13 @@ def find_embedded(name: str) -> EmbeddedModel:
     raise UserError(f"unknown embedded model {name!r}; known: {known}, or give a path to a .gguf file")
 
 
+DEFAULT_MODEL = "llamacpp:smollm2-135m-instruct"
+"""What runs when no model is named: the smallest embedded chat model."""
+
+DEMO_MODELS: tuple[str, ...] = tuple(f"llamacpp:{m.name}" for m in EMBEDDED)
+"""The demos compare every embedded model (SmolLM2, then Gemma-3)."""
+
+
 # The GGUF files of the embedded catalog, recognised however the model was opened (the catalog
 # knows them by name only; a path given directly still names the file).
 _EMBEDDED_FILES = frozenset({"SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf"})

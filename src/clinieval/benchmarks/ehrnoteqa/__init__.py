@@ -30,7 +30,7 @@ class EHRNoteQA:
         """The multiple-choice arm over ``--data``: a jsonl with the notes inline, or a folder with
         ``qa.jsonl`` and ``discharge.csv`` (or ``.csv.gz``), as ``clinieval ehrnoteqa demo`` writes."""
         from clinieval.benchmarks.ehrnoteqa.data import DEFAULT_LEVEL_TOKENIZER, load_inline, load_physionet
-        from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, ehrnoteqa_task
+        from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, ehrnoteqa_task
 
         if request.split is not None:
             raise UserError("--split does not apply to ehrnoteqa")
@@ -51,7 +51,7 @@ class EHRNoteQA:
             loaded = load_physionet(data / "qa.jsonl", notes, tokenizer=DEFAULT_LEVEL_TOKENIZER)
         else:
             loaded = load_inline(data, tokenizer=DEFAULT_LEVEL_TOKENIZER)
-        task = ehrnoteqa_task(loaded.samples, "mc", ArmSettings(), loaded.files)
+        task = ehrnoteqa_task(loaded.samples, "mc", EHRNoteQASettings(), loaded.files)
         if request.scorers:
             task.scorers = list(request.scorers)
         return task

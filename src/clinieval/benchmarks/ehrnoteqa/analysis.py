@@ -54,7 +54,7 @@ class Item:
 
 
 @dataclass(slots=True)
-class Arm:
+class ArmAnswers:
     """One model in one format: its items, failures, per-mode correctness and judge verdicts."""
 
     label: str
@@ -113,7 +113,7 @@ def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str |
     return out, repeats, judge_name, warning
 
 
-def read_arm(path: Path) -> Arm:
+def read_arm(path: Path) -> ArmAnswers:
     """An arm from its run directory: samples, scorer values, and judge verdicts if judged."""
     from clinieval.benchmarks.ehrnoteqa.task import arm_format, arm_model, rubric_for
     from clinieval.models.spec import model_short_name
@@ -125,7 +125,7 @@ def read_arm(path: Path) -> Arm:
     if not records:
         raise UserError(f"{path}: the run has no finished samples")
     spec = arm_model(run)
-    arm = Arm(label=model_short_name(spec), model=spec, fmt=fmt, path=path, items={})
+    arm = ArmAnswers(label=model_short_name(spec), model=spec, fmt=fmt, path=path, items={})
     for rec in records:
         arm.items[rec.sample.id] = _item(rec.sample)
         if rec.output is not None and rec.output.error_kind is not None:
@@ -148,7 +148,7 @@ def _pct(xs: Sequence[float]) -> float | None:
     return 100.0 * statistics.fmean(xs) if xs else None
 
 
-def repeat_scores(arm: Arm, items: Sequence[str] | None = None) -> list[float | None]:
+def repeat_scores(arm: ArmAnswers, items: Sequence[str] | None = None) -> list[float | None]:
     """The judge score of each repeat (None for a repeat with no verdict at all)."""
     if arm.verdicts is None:
         return []
@@ -167,7 +167,7 @@ def repeat_scores(arm: Arm, items: Sequence[str] | None = None) -> list[float | 
     return out
 
 
-def item_verdict(arm: Arm, item: str) -> float | None:
+def item_verdict(arm: ArmAnswers, item: str) -> float | None:
     """The judge's verdict on one answer: majority of parsed repeats; 0 for a failed answer."""
     if item in arm.answer_failed:
         return 0.0
@@ -180,7 +180,7 @@ def item_verdict(arm: Arm, item: str) -> float | None:
     return None if mean == 0.5 else float(mean > 0.5)
 
 
-def mode_value(arm: Arm, mode: str, item: str) -> float | None:
+def mode_value(arm: ArmAnswers, mode: str, item: str) -> float | None:
     """Correct (1) / incorrect (0) for one answer under one mode; failures are incorrect."""
     if mode == JUDGE:
         return item_verdict(arm, item)
@@ -191,12 +191,12 @@ def mode_value(arm: Arm, mode: str, item: str) -> float | None:
     return 0.0 if v is None else float(v)
 
 
-def _mode_accuracy(arm: Arm, mode: str, items: Sequence[str]) -> JSON:
+def _mode_accuracy(arm: ArmAnswers, mode: str, items: Sequence[str]) -> JSON:
     xs = [v for i in items if (v := mode_value(arm, mode, i)) is not None]
     return {"score": _pct(xs), "n": len(xs), "undecided": len(items) - len(xs)}
 
 
-def _judge_stats(arm: Arm) -> JSON:
+def _judge_stats(arm: ArmAnswers) -> JSON:
     per = repeat_scores(arm)
     xs = [x for x in per if x is not None]
     unread = 0
@@ -219,7 +219,7 @@ def _judge_stats(arm: Arm) -> JSON:
     }
 
 
-def _modes_for(arms: Sequence[Arm], fmt: str) -> tuple[str, ...]:
+def _modes_for(arms: Sequence[ArmAnswers], fmt: str) -> tuple[str, ...]:
     candidates = MC_MODES if fmt == "mc" else FREE_MODES
     def has(mode: str) -> bool:
         if mode == JUDGE:
@@ -233,7 +233,7 @@ def _modes_for(arms: Sequence[Arm], fmt: str) -> tuple[str, ...]:
 # Stability, agreement, breakdowns
 
 
-def _stability(arms: Sequence[Arm]) -> JSON:
+def _stability(arms: Sequence[ArmAnswers]) -> JSON:
     from clinieval.analysis.rank_agreement import rank_instability
     from clinieval.analysis.rankings import ScoreTable
 
@@ -281,7 +281,7 @@ def _tau(x: list[float], y: list[float]) -> JSON:
     return {"tau_b": c.statistic, "p": c.pvalue, "n_models": c.n}
 
 
-def _agreement(arms: Sequence[Arm], modes: Sequence[str]) -> list[JSON]:
+def _agreement(arms: Sequence[ArmAnswers], modes: Sequence[str]) -> list[JSON]:
     out: list[JSON] = []
     for m1, m2 in combinations(modes, 2):
         xs: list[float] = []
@@ -311,7 +311,7 @@ def _agreement(arms: Sequence[Arm], modes: Sequence[str]) -> list[JSON]:
     return out
 
 
-def _score_of(arm: Arm, mode: str, items: Sequence[str]) -> float | None:
+def _score_of(arm: ArmAnswers, mode: str, items: Sequence[str]) -> float | None:
     if mode == JUDGE:
         xs = [x for x in repeat_scores(arm, items) if x is not None]
         return statistics.fmean(xs) if xs else None
@@ -319,7 +319,7 @@ def _score_of(arm: Arm, mode: str, items: Sequence[str]) -> float | None:
     return value
 
 
-def _breakdown(arms: Sequence[Arm], modes: Sequence[str], by: str) -> JSON | None:
+def _breakdown(arms: Sequence[ArmAnswers], modes: Sequence[str], by: str) -> JSON | None:
     groups: dict[str, None] = {}
     for arm in arms:
         for item in arm.items.values():
@@ -349,7 +349,7 @@ def _group_key(g: str) -> tuple[int, float, str]:
 # The whole analysis
 
 
-def _check_arms(arms: Sequence[Arm]) -> None:
+def _check_arms(arms: Sequence[ArmAnswers]) -> None:
     if not arms:
         raise UserError("no EHRNoteQA arms to analyse")
     seen = Counter((a.label, a.fmt) for a in arms)
@@ -358,7 +358,7 @@ def _check_arms(arms: Sequence[Arm]) -> None:
         raise UserError(f"two runs of {dup[0]} in format {dup[1]}; give each model once per format")
 
 
-def _format_section(arms: Sequence[Arm], fmt: str) -> JSON:
+def _format_section(arms: Sequence[ArmAnswers], fmt: str) -> JSON:
     modes = _modes_for(arms, fmt)
     per_model: JSON = {}
     for arm in arms:
@@ -394,7 +394,7 @@ def _consistency(sections: dict[str, JSON]) -> JSON:
     return out
 
 
-def analyze_arms(arms: Sequence[Arm]) -> JSON:
+def analyze_arms(arms: Sequence[ArmAnswers]) -> JSON:
     """Every EHRNoteQA statistic over ``arms`` (any mix of models and formats)."""
     _check_arms(arms)
     sections: dict[str, JSON] = {}
@@ -426,7 +426,7 @@ __all__ = [
     "FREE_MODES",
     "JUDGE",
     "MC_MODES",
-    "Arm",
+    "ArmAnswers",
     "Item",
     "analyze_arms",
     "analyze_runs",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clinieval.errors import UserError
+from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
@@ -90,7 +91,7 @@ def run(
     import dataclasses
 
     from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
-    from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, check_format, run_arm
+    from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, check_format, run_format_arm
     from clinieval.models.spec import arm_dir_name
 
     formats = [check_format(f) for f in (answer_format or ["mc"])]
@@ -100,7 +101,7 @@ def run(
         typer.echo(f"warning: {w}", err=True)
     if not loaded.samples:
         raise UserError("no question is left to evaluate after the level filter")
-    settings = ArmSettings(
+    settings = EHRNoteQASettings(
         generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
         loglik=loglik,
         backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
@@ -112,7 +113,7 @@ def run(
     for spec in model:
         for fmt in formats:
             path = out / arm_dir_name(spec, fmt)
-            result = asyncio.run(run_arm(loaded.samples, spec, fmt, path, settings, loaded.files))
+            result = asyncio.run(run_format_arm(loaded.samples, spec, fmt, path, settings, loaded.files))
             _print_run(f"{spec} ({fmt})", result)
     typer.echo(f"next: clinieval ehrnoteqa judge {out} --judge MODEL, then clinieval ehrnoteqa analyze {out}")
 
@@ -196,7 +197,7 @@ def demo(
     ] = None,
     judge_model: Annotated[
         str, typer.Option("--judge", help="judge model (default: the tiny embedded one, not credible)")
-    ] = "llamacpp:smollm2-135m-instruct",
+    ] = DEFAULT_MODEL,
     repeats: Annotated[int, typer.Option(min=1, help="judge repeats")] = 5,
     free: Annotated[bool, typer.Option(help="also run the free-text format")] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (kept short for speed)")] = 48,
@@ -206,7 +207,8 @@ def demo(
 
     The synthetic set has both levels; the tiny judge is labelled as not credible in the report.
     """
-    from clinieval.benchmarks.ehrnoteqa.demo import DEMO_MODELS, DemoPlan, run_demo
+    from clinieval.benchmarks.ehrnoteqa.demo import DemoPlan, run_demo
+    from clinieval.models.catalog import DEMO_MODELS
 
     plan = DemoPlan(
         out=out,

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.benchmarks.ehrnoteqa.prompts import Format
+from clinieval.models.catalog import DEFAULT_MODEL, DEMO_MODELS
 from clinieval.models.spec import BackendOptions, arm_dir_name
 
 DEMO_N_CTX = 8192
 """Level 2 reaches 7,500 tokens of notes: both embedded models are opened with an 8k window."""
 
 
-DEMO_MODELS = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class DemoPlan:
     per_patient: int = 2
     seed: int = 0
     models: tuple[str, ...] = DEMO_MODELS
-    judge: str = "llamacpp:smollm2-135m-instruct"
+    judge: str = DEFAULT_MODEL
     repeats: int = 5
     formats: tuple[Format, ...] = ("mc", "free")
     max_tokens: int = 48
@@ -48,7 +48,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
     from clinieval.benchmarks.ehrnoteqa.report import render_markdown, write_report
     from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
-    from clinieval.benchmarks.ehrnoteqa.task import ArmSettings, judge_arm, run_arm
+    from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, judge_arm, run_format_arm
 
     data = plan.out / "data"
     # deterministic: a rerun rewrites identical files, so the arms below resume
@@ -58,7 +58,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     loaded = load_physionet(data / "qa.jsonl", data / "discharge.csv")
     lines = [f"synthetic set: {built.describe()}", f"loaded: {loaded.describe()}"]
     backend = BackendOptions(n_ctx=DEMO_N_CTX)
-    settings = ArmSettings(
+    settings = EHRNoteQASettings(
         generation=dataclasses.replace(GENERATION, max_tokens=plan.max_tokens),
         backend=backend,
         progress=plan.progress,
@@ -67,7 +67,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     for spec in plan.models:
         for fmt in plan.formats:
             path = plan.out / "arms" / arm_dir_name(spec, fmt)
-            ran = await run_arm(loaded.samples, spec, fmt, path, settings, loaded.files)
+            ran = await run_format_arm(loaded.samples, spec, fmt, path, settings, loaded.files)
             lines.append(f"{spec} ({fmt}): {ran.stats_line}")
             arms.append(path)
     for path in arms:

@@ -9,8 +9,9 @@ its requests share the folder's cache.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.benchmarks.ehrnoteqa.prompts import FORMATS, GENERATION, PROMPTS, Format
@@ -27,7 +28,7 @@ from clinieval.judge.run import JudgeResult, judge_run
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runs import RunDir
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import RunResult, run_into
+from clinieval.session import ArmSettings, RunResult, run_arm
 from clinieval.task import Task
 from clinieval.types import GenerationConfig, Sample
 
@@ -39,16 +40,21 @@ FREE_JUDGE_GENERATION = GenerationConfig(temperature=0.0, seed=0, max_tokens=256
 
 
 @dataclass(frozen=True, slots=True)
-class ArmSettings:
-    """Everything about an arm except the model and the format."""
+class EHRNoteQASettings(ArmSettings):
+    """An EHRNoteQA arm's settings beyond the shared ones: the paper's generation and whether
+    multiple-choice arms also score the options by log-likelihood."""
 
     generation: GenerationConfig = GENERATION
     loglik: bool = True
-    backend: BackendOptions = field(default_factory=BackendOptions)
-    limit: int | None = None
-    concurrency: int | None = None
-    overwrite: bool = False
-    progress: bool = True
+
+
+def task_name(fmt: Format) -> str:
+    """The task name a format's arms are recorded under."""
+    return f"ehrnoteqa-{fmt}"
+
+
+TASK_FORMATS: Mapping[str, Format] = {task_name(fmt): fmt for fmt in FORMATS}
+"""The task name each format's arms are recorded under, for telling an EHRNoteQA run apart."""
 
 
 def check_format(fmt: str) -> Format:
@@ -58,7 +64,7 @@ def check_format(fmt: str) -> Format:
     raise UserError(f"format {fmt!r} is unknown; choose from {', '.join(FORMATS)}")
 
 
-def scorers_for(fmt: Format, loglik: bool) -> list[Scorer]:
+def format_scorers(fmt: Format, loglik: bool) -> list[Scorer]:
     """``mc``: letter extraction, plus both log-likelihood variants unless turned off; ``free``:
     whether an answer came back (its correctness is the judge's)."""
     if fmt == "free":
@@ -70,14 +76,14 @@ def scorers_for(fmt: Format, loglik: bool) -> list[Scorer]:
 
 
 def ehrnoteqa_task(
-    samples: Sequence[Sample], fmt: Format, settings: ArmSettings, data_files: Sequence[Path] = ()
+    samples: Sequence[Sample], fmt: Format, settings: EHRNoteQASettings, data_files: Sequence[Path] = ()
 ) -> Task:
     kept = list(samples)
     return Task(
-        name=f"ehrnoteqa-{fmt}",
+        name=task_name(fmt),
         load=lambda: list(kept),
         prompt=PROMPTS[fmt],
-        scorers=scorers_for(fmt, settings.loglik),
+        scorers=format_scorers(fmt, settings.loglik),
         generation=settings.generation,
         data_files=list(data_files),
         params={"format": fmt, "loglik_continuations": "letters+texts"},
@@ -85,33 +91,24 @@ def ehrnoteqa_task(
     )
 
 
-async def run_arm(
+async def run_format_arm(
     samples: Sequence[Sample],
     model_spec: str,
     fmt: Format,
     out: Path,
-    settings: ArmSettings,
+    settings: EHRNoteQASettings,
     data_files: Sequence[Path] = (),
 ) -> RunResult:
     """Generate (and score log-likelihoods) for one arm, resuming whatever ``out`` holds."""
     task = ehrnoteqa_task(samples, fmt, settings, data_files)
-    return await run_into(
-        task,
-        model_spec,
-        out,
-        settings.backend,
-        limit=settings.limit,
-        concurrency=settings.concurrency,
-        overwrite=settings.overwrite,
-        progress=settings.progress,
-    )
+    return await run_arm(task, model_spec, out, settings)
 
 
 def arm_format(run: RunDir) -> Format:
     """The format an arm was run in, from its manifest (refusing runs of other tasks)."""
     task = run.manifest().get("spec", {}).get("task", {})
     fmt = (task.get("params") or {}).get("format")
-    if not str(task.get("name", "")).startswith("ehrnoteqa-") or fmt not in FORMATS:
+    if TASK_FORMATS.get(str(task.get("name", ""))) is None or fmt not in FORMATS:
         raise UserError(f"{run.path}: not an EHRNoteQA run (made by `clinieval ehrnoteqa run`)")
     return check_format(str(fmt))
 
@@ -121,15 +118,28 @@ def arm_model(run: RunDir) -> str:
     return str(run.manifest().get("spec", {}).get("model", {}).get("spec", run.path.name))
 
 
+@dataclass(frozen=True, slots=True)
+class FormatJudging:
+    """How one answer format is judged: the rubric and the judge's generation settings."""
+
+    rubric: Callable[[], Rubric]
+    generation: GenerationConfig
+
+
+JUDGING: Mapping[Format, FormatJudging] = {
+    "mc": FormatJudging(ChoiceJudgeRubric, JUDGE_GENERATION),
+    "free": FormatJudging(FreeTextJudgeRubric, FREE_JUDGE_GENERATION),
+}
+"""Each format's judging, in one place (the multiple-choice yes/no judge; the free-text 0/1 judge)."""
+
+
 def rubric_for(fmt: Format) -> Rubric:
-    return ChoiceJudgeRubric() if fmt == "mc" else FreeTextJudgeRubric()
+    return JUDGING[fmt].rubric()
 
 
 def judge_generation(fmt: Format, max_tokens: int | None = None) -> GenerationConfig:
-    from dataclasses import replace
-
-    base = JUDGE_GENERATION if fmt == "mc" else FREE_JUDGE_GENERATION
-    return base if max_tokens is None else replace(base, max_tokens=max_tokens)
+    base = JUDGING[fmt].generation
+    return base if max_tokens is None else dataclasses.replace(base, max_tokens=max_tokens)
 
 
 async def judge_arm(

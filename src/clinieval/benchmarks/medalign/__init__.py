@@ -31,7 +31,7 @@ class MedAlign:
         folder with ``instructions.csv`` and ``ehrs/`` (what ``clinieval medalign demo`` writes).
         ``clinieval medalign run`` runs several models and strategies as arms."""
         from clinieval.benchmarks.medalign.data import RESPONSES_FILE, load_generic, load_release
-        from clinieval.benchmarks.medalign.task import ArmSettings, medalign_task
+        from clinieval.benchmarks.medalign.task import MedAlignSettings, StrategyOptions, medalign_task
         from clinieval.datasets import find_dataset_dir
 
         if request.split is not None:
@@ -49,7 +49,9 @@ class MedAlign:
                 f"{root}: neither the MedAlign release ({RESPONSES_FILE} and ehrs/) nor a folder with "
                 "instructions.csv and ehrs/; pass --data FOLDER (`clinieval medalign demo` writes one)"
             )
-        task = medalign_task(samples, "keep-recent", ArmSettings(), files)
+        fit = StrategyOptions(tokenizer=request.budget_tokenizer, max_context=request.max_context)
+        settings = MedAlignSettings(strategy=fit)
+        task = medalign_task(samples, "keep-recent", settings, files)
         if request.scorers:
             task.scorers = list(request.scorers)
         return task

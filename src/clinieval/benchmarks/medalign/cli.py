@@ -101,9 +101,9 @@ def run(
     from clinieval.benchmarks.medalign.task import (
         DEFAULT_METRICS,
         STRATEGIES,
-        ArmSettings,
+        MedAlignSettings,
         StrategyOptions,
-        run_arm,
+        run_strategy_arm,
     )
     from clinieval.models.spec import arm_dir_name
     from clinieval.task import PromptTemplate
@@ -113,7 +113,7 @@ def run(
         raise UserError(f"--strategy {bad[0]!r} is unknown; choose from {', '.join(STRATEGIES)}")
     samples = _samples(release, instructions, ehrs, gold_annotator)
     template = MEDALIGN_PROMPT if prompt is None else PromptTemplate(user=_read_prompt(prompt))
-    settings = ArmSettings(
+    settings = MedAlignSettings(
         strategy=StrategyOptions(
             tokenizer=tokenizer, max_context=max_context, reserve=reserve, answer_tokens=max_tokens
         ),
@@ -134,7 +134,7 @@ def run(
     for spec in model:
         for strat in strategy:
             arm_dir = out / arm_dir_name(spec, strat)
-            result = asyncio.run(run_arm(samples, spec, strat, arm_dir, settings, data))
+            result = asyncio.run(run_strategy_arm(samples, spec, strat, arm_dir, settings, data))
             _print_arm(result)
     typer.echo(f"next: clinieval medalign analyze {out}/* --out {out}/report")
 
@@ -366,7 +366,6 @@ def _analysis_table(
     return table, f"computed reference ({ref})", ref
 
 
-DEMO_MODELS = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
 DEMO_STRATEGIES = ("keep-recent", "refine")
 
 
@@ -396,6 +395,7 @@ def demo(
     The embedded models are tiny: the numbers exercise the pipeline, not clinical ability.
     """
     from clinieval.benchmarks.medalign.demo import DemoPlan, run_demo
+    from clinieval.models.catalog import DEMO_MODELS
 
     plan = DemoPlan(
         out=out,

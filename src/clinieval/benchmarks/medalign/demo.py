@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_text
+from clinieval.models.catalog import DEMO_MODELS
 
 if TYPE_CHECKING:
-    from clinieval.benchmarks.medalign.task import ArmSettings
+    from clinieval.benchmarks.medalign.task import MedAlignSettings
     from clinieval.types import Sample
 
 
@@ -32,7 +33,7 @@ class DemoPlan:
     out: Path
     patients: int = 4
     per_patient: int = 1
-    models: tuple[str, ...] = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
+    models: tuple[str, ...] = DEMO_MODELS
     strategies: tuple[str, ...] = ("keep-recent", "refine")
     n_ctx: int = 2048
     max_tokens: int = 96
@@ -43,13 +44,13 @@ class DemoPlan:
     public_data: Path | None = None  # the public MedAlign sample folder (default: shared/data/medalign)
 
 
-def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> ArmSettings:
+def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> MedAlignSettings:
     import dataclasses
 
-    from clinieval.benchmarks.medalign.task import GENERATION, ArmSettings, StrategyOptions
+    from clinieval.benchmarks.medalign.task import GENERATION, MedAlignSettings, StrategyOptions
     from clinieval.models.spec import BackendOptions
 
-    return ArmSettings(
+    return MedAlignSettings(
         strategy=StrategyOptions(answer_tokens=plan.max_tokens),
         generation=dataclasses.replace(GENERATION, max_tokens=plan.max_tokens),
         metrics=metrics,
@@ -86,7 +87,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
 async def _run_arms(
     plan: DemoPlan, samples: list[Sample], data_files: list[Path], lines: list[str]
 ) -> list[Path]:
-    from clinieval.benchmarks.medalign.task import DEFAULT_METRICS, run_arm
+    from clinieval.benchmarks.medalign.task import DEFAULT_METRICS, run_strategy_arm
     from clinieval.models.spec import arm_dir_name
 
     settings = _settings(plan, DEFAULT_METRICS)
@@ -94,7 +95,7 @@ async def _run_arms(
     for spec in plan.models:
         for strategy in plan.strategies:
             path = plan.out / "arms" / arm_dir_name(spec, strategy)
-            result = await run_arm(samples, spec, strategy, path, settings, data_files)
+            result = await run_strategy_arm(samples, spec, strategy, path, settings, data_files)
             facts = next((s for s in result.run.summaries if s.scorer == "key_facts"), None)
             score = "-" if facts is None or not facts.scored else f"{facts.mean:.3f}"
             lines.append(f"arm {result.label}: key_facts {score}; {result.run.stats_line}")
@@ -151,13 +152,13 @@ def _public_csv(plan: DemoPlan) -> tuple[Path, Path]:
 
 async def _public(plan: DemoPlan) -> list[str]:
     from clinieval.benchmarks.medalign.data import load_generic
-    from clinieval.benchmarks.medalign.task import run_arm
+    from clinieval.benchmarks.medalign.task import run_strategy_arm
     from clinieval.models.spec import arm_dir_name
 
     csv_path, ehr_dir = _public_csv(plan)
     samples = load_generic(csv_path, ehr_dir)
     spec = plan.models[0]
-    result = await run_arm(
+    result = await run_strategy_arm(
         samples,
         spec,
         "keep-recent",

@@ -49,7 +49,7 @@ ANALYSIS_METRICS = (
 
 
 @dataclass(frozen=True, slots=True)
-class Arm:
+class ArmScores:
     """One run directory read as an arm of the comparison."""
 
     label: str
@@ -58,7 +58,7 @@ class Arm:
     scores: Mapping[str, Mapping[str, float | None]]  # column -> sample id -> value
 
 
-def arm_of(path: Path) -> Arm:
+def arm_of(path: Path) -> ArmScores:
     """Read a ``clinieval medalign run`` directory (repeat 0 of each instruction)."""
     from clinieval.benchmarks.medalign.task import arm_label
 
@@ -73,7 +73,7 @@ def arm_of(path: Path) -> Arm:
     records = tuple(r for r in run.records() if r.repeat == 0)
     if not records:
         raise UserError(f"{path}: the run has no finished samples")
-    return Arm(arm_label(model_spec, strategy), run, records, _score_columns(run, records))
+    return ArmScores(arm_label(model_spec, strategy), run, records, _score_columns(run, records))
 
 
 def _score_columns(run: RunDir, records: Sequence[SampleRecord]) -> dict[str, dict[str, float | None]]:
@@ -168,7 +168,9 @@ def read_reviews(path: Path) -> dict[tuple[str, str], list[dict[str, object]]]:
     return out
 
 
-def reference_judgements(arms: Sequence[Arm], column: str) -> dict[tuple[str, str], list[dict[str, object]]]:
+def reference_judgements(
+    arms: Sequence[ArmScores], column: str
+) -> dict[tuple[str, str], list[dict[str, object]]]:
     """A computed reference in place of clinicians: correct = every key found (``<column>_all``
     when present, else value == 1); rank = the arms ranked by ``column`` per instruction (ties
     share the average rank). Unscored answers (failed calls) count as 0, the paper's rule for
@@ -185,14 +187,14 @@ def reference_judgements(arms: Sequence[Arm], column: str) -> dict[tuple[str, st
     return out
 
 
-def _value(arm: Arm, column: str, iid: str) -> float:
+def _value(arm: ArmScores, column: str, iid: str) -> float:
     if column not in arm.scores:
         raise UserError(f"{arm.run.path}: no {column!r} scores to use as the reference")
     value = arm.scores[column].get(iid)
     return 0.0 if value is None else value
 
 
-def _instruction_ids(arms: Sequence[Arm]) -> list[str]:
+def _instruction_ids(arms: Sequence[ArmScores]) -> list[str]:
     """Instructions every arm answered, in the first arm's order (arms on other sets are refused)."""
     first = [r.sample.id for r in arms[0].records]
     common = set(first)
@@ -207,7 +209,9 @@ def _instruction_ids(arms: Sequence[Arm]) -> list[str]:
 
 
 def arms_table(
-    arms: Sequence[Arm], judgements: Mapping[tuple[str, str], list[dict[str, object]]] | None, where: Path
+    arms: Sequence[ArmScores],
+    judgements: Mapping[tuple[str, str], list[dict[str, object]]] | None,
+    where: Path,
 ) -> LongTable:
     """One row per instruction x arm (x rater) with every column the analysis reads."""
     labels = [a.label for a in arms]

@@ -10,15 +10,15 @@ own step over the same directory.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
 from clinieval.errors import UserError
-from clinieval.models.spec import BackendOptions, model_short_name
+from clinieval.models.spec import model_short_name
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import RunResult, run_into
+from clinieval.session import ArmSettings, RunResult, run_arm
 from clinieval.summary import ScorerSummary
 from clinieval.task import ContextPolicy, PromptTemplate, Task
 from clinieval.types import GenerationConfig, Sample
@@ -28,10 +28,6 @@ DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
 
 GENERATION = GenerationConfig(temperature=0.0, max_tokens=256, seed=0)
 """MedAlign limits answers to 256 tokens; greedy decoding so reruns agree."""
-
-
-STRATEGIES = ("keep-recent", "refine", "retrieval", "whole")
-"""The context strategies a MedAlign run can use, recorded per run and per sample."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,43 +42,66 @@ class StrategyOptions:
     answer_tokens: int = 256
 
 
+StrategyFactory = Callable[[PromptTemplate, StrategyOptions], ContextPolicy]
+"""Builds a strategy's context policy from the prompt and the fitting options."""
+
+
+def _keep_recent(template: PromptTemplate, o: StrategyOptions) -> ContextPolicy:
+    from clinieval.context.fit import KeepRecentPolicy
+
+    return KeepRecentPolicy(template, o.tokenizer, o.max_context, o.reserve)
+
+
+def _refine(template: PromptTemplate, o: StrategyOptions) -> ContextPolicy:
+    from clinieval.context.fit import ChunkPolicy
+    from clinieval.context.refine import RefinePolicy
+
+    chunks = ChunkPolicy(template, o.tokenizer, o.max_context, o.reserve)
+    return RefinePolicy(chunks, answer_tokens=o.answer_tokens)
+
+
+def _retrieval(template: PromptTemplate, o: StrategyOptions) -> ContextPolicy:
+    from clinieval.context.retrieve import RetrievalPolicy
+
+    return RetrievalPolicy(template, o.tokenizer, o.max_context, o.reserve)
+
+
+def _whole(template: PromptTemplate, o: StrategyOptions) -> ContextPolicy:
+    """Keeps a record that fits; a longer one becomes a counted context_length failure without
+    a model call (never dropped silently)."""
+    from clinieval.context.fit import DropPolicy
+
+    return DropPolicy(template, o.tokenizer, o.max_context, o.reserve)
+
+
+STRATEGIES: Mapping[str, StrategyFactory] = {
+    "keep-recent": _keep_recent,
+    "refine": _refine,
+    "retrieval": _retrieval,
+    "whole": _whole,
+}
+"""The context strategies a MedAlign run can use, by the name recorded per run and per sample."""
+
+
 def context_policy(
     strategy: str, options: StrategyOptions, template: PromptTemplate = MEDALIGN_PROMPT
 ) -> ContextPolicy:
-    """The policy for ``strategy`` (one of :data:`STRATEGIES`).
-
-    ``whole`` keeps a record that fits and otherwise records the sample as a context_length
-    failure without calling the model (counted, never dropped silently).
-    """
-    from clinieval.context.fit import ChunkPolicy, DropPolicy, KeepRecentPolicy
-    from clinieval.context.refine import RefinePolicy
-    from clinieval.context.retrieve import RetrievalPolicy
-
-    tok, ctx, reserve = options.tokenizer, options.max_context, options.reserve
-    if strategy == "keep-recent":
-        return KeepRecentPolicy(template, tok, ctx, reserve)
-    if strategy == "retrieval":
-        return RetrievalPolicy(template, tok, ctx, reserve)
-    if strategy == "whole":
-        return DropPolicy(template, tok, ctx, reserve)
-    if strategy == "refine":
-        return RefinePolicy(ChunkPolicy(template, tok, ctx, reserve), answer_tokens=options.answer_tokens)
-    raise UserError(f"unknown context strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    """The policy for ``strategy`` (a key of :data:`STRATEGIES`), or one error naming the choices."""
+    factory = STRATEGIES.get(strategy)
+    if factory is None:
+        raise UserError(f"unknown context strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    return factory(template, options)
 
 
 @dataclass(frozen=True, slots=True)
-class ArmSettings:
-    """Everything about an arm except the model and the strategy."""
+class MedAlignSettings(ArmSettings):
+    """A MedAlign arm's settings beyond the shared ones: how the record is fitted, the prompt,
+    and the text metrics scored after generation (the model and strategy name the arm)."""
 
-    strategy: StrategyOptions = field(default_factory=StrategyOptions)
     generation: GenerationConfig = GENERATION
+    strategy: StrategyOptions = field(default_factory=StrategyOptions)
     template: PromptTemplate = MEDALIGN_PROMPT
     metrics: tuple[str, ...] = ()
-    backend: BackendOptions = field(default_factory=BackendOptions)
-    limit: int | None = None
-    concurrency: int | None = None
-    overwrite: bool = False
-    progress: bool = True
 
 
 @dataclass(slots=True)
@@ -102,7 +121,7 @@ def arm_label(model_spec: str, strategy: str) -> str:
     return f"{model_short_name(model_spec)}/{strategy}"
 
 
-def scorers_for(samples: Sequence[Sample]) -> list[Scorer]:
+def medalign_scorers(samples: Sequence[Sample]) -> list[Scorer]:
     """``answered`` always; key-fact recall when every sample carries answer keys (synthetic sets)."""
     scorers: list[Scorer] = [Answered()]
     if samples and all(s.metadata.get("answer_keys") for s in samples):
@@ -113,14 +132,14 @@ def scorers_for(samples: Sequence[Sample]) -> list[Scorer]:
 
 
 def medalign_task(
-    samples: Sequence[Sample], strategy: str, settings: ArmSettings, data_files: Sequence[Path] = ()
+    samples: Sequence[Sample], strategy: str, settings: MedAlignSettings, data_files: Sequence[Path] = ()
 ) -> Task:
     kept = list(samples)
     return Task(
         name=f"medalign-{strategy}",
         load=lambda: list(kept),
         prompt=settings.template,
-        scorers=scorers_for(kept),
+        scorers=medalign_scorers(kept),
         generation=settings.generation,
         context_policy=context_policy(strategy, settings.strategy, settings.template),
         data_files=list(data_files),
@@ -128,12 +147,12 @@ def medalign_task(
     )
 
 
-async def run_arm(
+async def run_strategy_arm(
     samples: Sequence[Sample],
     model_spec: str,
     strategy: str,
     out: Path,
-    settings: ArmSettings,
+    settings: MedAlignSettings,
     data_files: Sequence[Path] = (),
 ) -> ArmResult:
     """Generate (resuming whatever ``out`` already holds), then score the text metrics."""
@@ -141,16 +160,7 @@ async def run_arm(
     from clinieval.runs import RunDir
 
     task = medalign_task(samples, strategy, settings, data_files)
-    result = await run_into(
-        task,
-        model_spec,
-        out,
-        settings.backend,
-        limit=settings.limit,
-        concurrency=settings.concurrency,
-        overwrite=settings.overwrite,
-        progress=settings.progress,
-    )
+    result = await run_arm(task, model_spec, out, settings)
     has_gold = any(s.target for s in samples)
     metrics = score_text_metrics(RunDir.open(out), settings.metrics) if settings.metrics and has_gold else []
     return ArmResult(model_spec, strategy, result, metrics)
