@@ -70,6 +70,31 @@ class Benchmark(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class BenchmarkBase:
+    """What most benchmarks share: ``clinieval run`` claims the benchmark by its name, and it has
+    no commands or scorers of its own. A benchmark subclasses this and writes ``task``."""
+
+    name: str
+    description: str
+
+    def matches(self, name: str) -> bool:
+        return name == self.name
+
+    def commands(self) -> typer.Typer | None:
+        return None
+
+    def scorers(self) -> Sequence[Scorer]:
+        return ()
+
+
+def own_scorers(task: Task, request: TaskRequest) -> Task:
+    """``task`` with the scorers the request names instead of its own, when it names any."""
+    if request.scorers:
+        task.scorers = list(request.scorers)
+    return task
+
+
 def find_benchmark(benchmarks: Sequence[Benchmark], name: str) -> Benchmark:
     """The first benchmark that says ``name`` is its own, or one error listing what is known."""
     for benchmark in benchmarks:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clinieval.benchmark import TaskRequest
+from clinieval.benchmark import BenchmarkBase, TaskRequest, own_scorers
 from clinieval.errors import UserError
 
 if TYPE_CHECKING:
@@ -17,14 +17,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class EHRNoteQA:
+class EHRNoteQA(BenchmarkBase):
     name: str = "ehrnoteqa"
     description: str = (
         "EHRNoteQA: questions over a patient's discharge summaries (run, judge, analyze, build, demo)"
     )
-
-    def matches(self, name: str) -> bool:
-        return name == self.name
 
     def task(self, request: TaskRequest) -> Task:
         """The multiple-choice arm over ``--data``: a jsonl with the notes inline, or a folder with
@@ -52,9 +49,7 @@ class EHRNoteQA:
         else:
             loaded = load_inline(data, tokenizer=DEFAULT_LEVEL_TOKENIZER)
         task = ehrnoteqa_task(loaded.samples, "mc", EHRNoteQASettings(), loaded.files)
-        if request.scorers:
-            task.scorers = list(request.scorers)
-        return task
+        return own_scorers(task, request)
 
     def commands(self) -> typer.Typer | None:
         from clinieval.benchmarks.ehrnoteqa.cli import app

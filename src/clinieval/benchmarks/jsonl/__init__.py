@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clinieval.benchmark import TaskRequest
+from clinieval.benchmark import BenchmarkBase, TaskRequest
 from clinieval.errors import UserError
 
 if TYPE_CHECKING:
-    import typer
-
-    from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
 
 
 @dataclass(frozen=True, slots=True)
-class JsonlTask:
+class JsonlTask(BenchmarkBase):
     name: str = "jsonl"
     description: str = "your own samples: a .jsonl file with id, input and optional context, choices, target"
 
@@ -33,12 +29,6 @@ class JsonlTask:
                 f"{request.name}: a .jsonl task is the file itself; --data and --split do not apply"
             )
         return jsonl_task(Path(request.name), list(request.scorers) if request.scorers else None)
-
-    def commands(self) -> typer.Typer | None:
-        return None
-
-    def scorers(self) -> Sequence[Scorer]:
-        return ()
 
 
 BENCHMARK = JsonlTask()

@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clinieval.benchmark import TaskRequest
+from clinieval.benchmark import BenchmarkBase, TaskRequest, own_scorers
 from clinieval.errors import UserError
 
 if TYPE_CHECKING:
     import typer
 
-    from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
 
 
 @dataclass(frozen=True, slots=True)
-class MedAlign:
+class MedAlign(BenchmarkBase):
     name: str = "medalign"
     description: str = (
         "MedAlign: clinician instructions over long patient records (run, judge, analyze, build)"
     )
-
-    def matches(self, name: str) -> bool:
-        return name == self.name
 
     def task(self, request: TaskRequest) -> Task:
         """One arm under the paper's keep-recent budget over ``--data``: the release folder, or a
@@ -52,17 +47,12 @@ class MedAlign:
         fit = StrategyOptions(tokenizer=request.budget_tokenizer, max_context=request.max_context)
         settings = MedAlignSettings(strategy=fit)
         task = medalign_task(samples, "keep-recent", settings, files)
-        if request.scorers:
-            task.scorers = list(request.scorers)
-        return task
+        return own_scorers(task, request)
 
     def commands(self) -> typer.Typer | None:
         from clinieval.benchmarks.medalign.cli import app
 
         return app
-
-    def scorers(self) -> Sequence[Scorer]:
-        return ()
 
 
 BENCHMARK = MedAlign()

@@ -8,26 +8,19 @@ the benchmarks costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clinieval.benchmark import TaskRequest, check_split
+from clinieval.benchmark import BenchmarkBase, TaskRequest, check_split
 
 if TYPE_CHECKING:
-    import typer
-
-    from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
 
 
 @dataclass(frozen=True, slots=True)
-class PubMedQA:
+class PubMedQA(BenchmarkBase):
     name: str = "pubmedqa"
     description: str = "PubMedQA (PQA-L): yes / no / maybe research questions over an abstract"
-
-    def matches(self, name: str) -> bool:
-        return name == self.name
 
     def task(self, request: TaskRequest) -> Task:
         from clinieval.benchmarks.pubmedqa.data import SPLITS
@@ -36,12 +29,6 @@ class PubMedQA:
         split = check_split(request, SPLITS, "test")
         chosen = next(s for s in SPLITS if s == split)  # the Literal the loader takes
         return pubmedqa_task(request.data, chosen, list(request.scorers) if request.scorers else None)
-
-    def commands(self) -> typer.Typer | None:
-        return None
-
-    def scorers(self) -> Sequence[Scorer]:
-        return ()
 
 
 BENCHMARK = PubMedQA()
