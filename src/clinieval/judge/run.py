@@ -33,6 +33,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_text
 from clinieval.judge.rubric import Rubric, VerdictParseError
 from clinieval.models.base import Model
+from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.records import SampleRecord
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.runs import SCORES, RunDir
@@ -306,6 +307,38 @@ async def judge_run(
     }
     summary = _summarize(rubric, judge, config, repeats, records, entries, scores, tally, elapsed, warning)
     return _write(run, rubric.name, scores, summary)
+
+
+async def judge_folder(
+    path: Path,
+    judge_spec: str,
+    rubric: Rubric,
+    *,
+    backend: BackendOptions,
+    repeats: int = 5,
+    generation: GenerationConfig | None = None,
+    concurrency: int | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+) -> JudgeResult:
+    """:func:`judge_run` over the run directory at ``path`` with the judge ``judge_spec`` names:
+    the judge is checked before any request and closed afterwards, whatever happens."""
+    run = RunDir.open(path)
+    judge = parse_model_spec(judge_spec, backend)
+    try:
+        await judge.check()
+        return await judge_run(
+            run,
+            judge,
+            rubric,
+            repeats=repeats,
+            generation=generation,
+            concurrency=concurrency,
+            progress=progress,
+            limit=limit,
+        )
+    finally:
+        await judge.aclose()
 
 
 def _summarize(

@@ -24,8 +24,8 @@ from clinieval.benchmarks.ehrnoteqa.scoring import (
 )
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Rubric
-from clinieval.judge.run import JudgeResult, judge_run
-from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.judge.run import JudgeResult, judge_folder
+from clinieval.models.spec import BackendOptions
 from clinieval.runs import RunDir
 from clinieval.scoring.scorers import Answered, Scorer
 from clinieval.session import ArmSettings, RunResult, run_arm
@@ -154,20 +154,15 @@ async def judge_arm(
     progress: bool = True,
 ) -> JudgeResult:
     """Judge an arm's answers ``repeats`` times with the rubric of its format."""
-    run = RunDir.open(path)
-    fmt = arm_format(run)
-    judge = parse_model_spec(judge_spec, backend or BackendOptions())
-    try:
-        await judge.check()
-        return await judge_run(
-            run,
-            judge,
-            rubric_for(fmt),
-            repeats=repeats,
-            generation=judge_generation(fmt, max_tokens),
-            concurrency=concurrency,
-            progress=progress,
-            limit=limit,
-        )
-    finally:
-        await judge.aclose()
+    fmt = arm_format(RunDir.open(path))
+    return await judge_folder(
+        path,
+        judge_spec,
+        rubric_for(fmt),
+        backend=backend or BackendOptions(),
+        repeats=repeats,
+        generation=judge_generation(fmt, max_tokens),
+        concurrency=concurrency,
+        limit=limit,
+        progress=progress,
+    )

@@ -269,9 +269,7 @@ def judge(
     import dataclasses
 
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
-    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, judge_run
-    from clinieval.models.spec import parse_model_spec
-    from clinieval.runs import RunDir
+    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, judge_folder
 
     rubric = MedAlignRubric(
         snippets=(lambda rec: evidence_snippets(rec.sample, snippets)) if snippets else None
@@ -279,17 +277,17 @@ def judge(
     generation = dataclasses.replace(DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens)
     backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     for path in run_dirs(runs):
-        model = parse_model_spec(judge_model, backend)
         result = asyncio.run(
-            judge_run(
-                RunDir.open(path),
-                model,
+            judge_folder(
+                path,
+                judge_model,
                 rubric,
+                backend=backend,
                 repeats=repeats,
                 generation=generation,
                 concurrency=concurrency,
-                progress=progress,
                 limit=limit,
+                progress=progress,
             )
         )
         typer.echo(f"{path}: {result.describe()}")
