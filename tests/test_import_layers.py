@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cache", "runs", "runner", "summary", "session", "rescore"),
     ("judge",),
     ("report",),
-    ("benchmark",),
+    ("benchmark", "cli_options"),
     ("benchmarks",),
     ("cli",),
 )

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
 from clinieval.fsutil import slug
 from clinieval.models.catalog import DEFAULT_MODEL
@@ -19,12 +20,7 @@ from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary, format_counts
 from clinieval.task import Task
 
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="Offline, private evaluation of language models on clinical tasks.",
-)
+app = command_group("Offline, private evaluation of language models on clinical tasks.")
 
 
 def _add_subcommands() -> None:
@@ -112,15 +108,13 @@ def run(
     seed: Annotated[int, typer.Option()] = 0,
     stop: Annotated[list[str] | None, typer.Option(help="stop sequence (repeatable)")] = None,
     repeats: Annotated[int, typer.Option(min=1, help="ask each sample N times")] = 1,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
-    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 120.0,
-    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 4096,
-    allow_host: Annotated[
-        list[str] | None, typer.Option(help="allow a non-loopback endpoint host (repeatable)")
-    ] = None,
+    concurrency: Concurrency = None,
+    timeout: Timeout = 120.0,
+    retries: Retries = 4,
+    n_ctx: NCtx = 4096,
+    allow_host: AllowHost = None,
     overwrite: Annotated[bool, typer.Option(help="discard a different run at --out")] = False,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    progress: ShowProgress = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Evaluate MODEL on TASK; re-running the same command resumes where it stopped."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clinieval.cli_options import ShowProgress
 from clinieval.ehr.timeline import Timeline
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_text, staged_dir
@@ -38,7 +39,7 @@ def omop2xml(
     omop_dir: Annotated[Path, typer.Argument(help="folder of OMOP CDM CSV/Parquet tables, or a DuckDB file")],
     out_dir: Annotated[Path, typer.Argument(help="folder for one MedAlign XML file per patient")],
     overwrite: Annotated[bool, typer.Option(help="replace a non-empty OUT_DIR")] = False,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    progress: ShowProgress = True,
     memory_limit: Annotated[
         str, typer.Option(help="DuckDB memory limit while staging tables (100,000 patients need more)")
     ] = "2GB",

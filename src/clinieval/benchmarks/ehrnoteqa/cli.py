@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clinieval.cli_options import AllowHost, Concurrency, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
 from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import BackendOptions
@@ -22,11 +23,8 @@ if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.data import LoadedSet
     from clinieval.session import RunResult
 
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="EHRNoteQA: questions over a patient's discharge summaries (run, judge, analyze, build, demo).",
+app = command_group(
+    "EHRNoteQA: questions over a patient's discharge summaries (run, judge, analyze, build, demo)."
 )
 
 
@@ -75,13 +73,13 @@ def run(
     loglik: Annotated[bool, typer.Option(help="also score the options by log-likelihood (mc)")] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (the paper: 600)")] = 600,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N questions")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
+    concurrency: Concurrency = None,
     n_ctx: Annotated[int, typer.Option(help="context window of an embedded model (Level 2 needs 8k)")] = 8192,
-    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
-    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
-    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
+    timeout: Timeout = 600.0,
+    retries: Retries = 4,
+    allow_host: AllowHost = None,
     overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
-    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    progress: ShowProgress = True,
 ) -> None:
     """Answer every question with every model in each format; score letters and log-likelihoods.
 
@@ -140,11 +138,11 @@ def judge(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
     n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 8192,
-    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
-    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
-    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
-    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    timeout: Timeout = 600.0,
+    retries: Retries = 4,
+    concurrency: Concurrency = None,
+    allow_host: AllowHost = None,
+    progress: ShowProgress = True,
 ) -> None:
     """Judge every arm's answers N times: the paper's yes/no prompt for mc, the 0/1 judge for free.
 
@@ -201,7 +199,7 @@ def demo(
     repeats: Annotated[int, typer.Option(min=1, help="judge repeats")] = 5,
     free: Annotated[bool, typer.Option(help="also run the free-text format")] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (kept short for speed)")] = 48,
-    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    progress: ShowProgress = True,
 ) -> None:
     """EHRNoteQA end to end on a synthetic set: embedded models, both formats, tiny judge, report.
 

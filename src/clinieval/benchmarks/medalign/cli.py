@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
@@ -23,11 +24,8 @@ if TYPE_CHECKING:
     from clinieval.benchmarks.medalign.task import ArmResult
     from clinieval.types import GenerationConfig, Sample
 
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="MedAlign: clinician instructions over long patient records (run, judge, analyze, build).",
+app = command_group(
+    "MedAlign: clinician instructions over long patient records (run, judge, analyze, build)."
 )
 
 
@@ -85,13 +83,13 @@ def run(
     ] = None,
     no_metrics: Annotated[bool, typer.Option(help="generate only; score later")] = False,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N instructions")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 4096,
-    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
-    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
-    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
+    concurrency: Concurrency = None,
+    n_ctx: NCtx = 4096,
+    timeout: Timeout = 600.0,
+    retries: Retries = 4,
+    allow_host: AllowHost = None,
     overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
-    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    progress: ShowProgress = True,
 ) -> None:
     """Generate answers for every model x strategy arm, then score the text metrics.
 
@@ -167,11 +165,8 @@ def _print_arm(result: ArmResult) -> None:
     console.print(result.run.stats_line)
 
 
-build_app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="Build a MedAlign-like dataset: dedupe instructions, match them to patients, score the matching.",
+build_app = command_group(
+    "Build a MedAlign-like dataset: dedupe instructions, match them to patients, score the matching."
 )
 app.add_typer(build_app, name="build")
 
@@ -256,11 +251,11 @@ def judge(
     max_tokens: Annotated[int, typer.Option(help="judge answer length limit")] = 512,
     limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
     n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 4096,
-    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
-    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="requests in flight")] = None,
-    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
-    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    timeout: Timeout = 600.0,
+    retries: Retries = 4,
+    concurrency: Concurrency = None,
+    allow_host: AllowHost = None,
+    progress: ShowProgress = True,
 ) -> None:
     """Judge every arm's answers with the MedAlign rubric (C1-C3 correctness and a 1-5 score).
 
@@ -385,7 +380,7 @@ def demo(
     judge_model: Annotated[
         str | None, typer.Option("--judge", help="judge the answers with this model")
     ] = None,
-    progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
+    progress: ShowProgress = True,
 ) -> None:
     """MedAlign end to end without restricted data: a synthetic set whose gold answers come from the
     structured record, two embedded models under two context strategies, and the full report.

@@ -13,17 +13,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clinieval.cli_options import AllowHost, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.models.spec import BackendOptions
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.build.pipeline import BuildResult, BuildSettings, Patient
 
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="Build an EHRNoteQA-like dataset: two-step question generation, then clinician review.",
-)
+app = command_group("Build an EHRNoteQA-like dataset: two-step question generation, then clinician review.")
 
 
 @app.command()
@@ -43,14 +39,14 @@ def generate(
     choices_temperature: Annotated[float, typer.Option(help="step 2 (choices) temperature")] = 1.0,
     max_tokens: Annotated[int, typer.Option(min=1, help="reply length limit of each step")] = 1024,
     concurrency: Annotated[int | None, typer.Option(min=1, help="items in flight")] = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 8192,
-    timeout: Annotated[float, typer.Option(help="seconds per HTTP request")] = 600.0,
-    retries: Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")] = 4,
-    allow_host: Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host")] = None,
+    n_ctx: NCtx = 8192,
+    timeout: Timeout = 600.0,
+    retries: Retries = 4,
+    allow_host: AllowHost = None,
     overwrite_review: Annotated[
         bool, typer.Option(help="replace a review.csv that reviewers already wrote in")
     ] = False,
-    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    progress: ShowProgress = True,
 ) -> None:
     """Write a question (step 1) then five options (step 2) per patient, check them, and export
     review.csv for clinicians. Re-running the same command resumes; a finished build asks nothing.
