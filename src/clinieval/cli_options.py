@@ -10,9 +10,13 @@ command keeps its own default (an HTTP judge waits longer than a 16-token answer
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from clinieval.judge.run import JudgeResult
 
 NCtx = Annotated[int, typer.Option(help="context window of an embedded model")]
 Timeout = Annotated[float, typer.Option(help="seconds per HTTP request")]
@@ -26,3 +30,10 @@ def command_group(help: str) -> typer.Typer:
     """A typer group as clinieval declares them: help without arguments, no shell completion,
     and plain errors (``clinieval.cli.main`` prints a UserError as one line)."""
     return typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, help=help)
+
+
+def echo_judged(path: Path, result: JudgeResult) -> None:
+    """One line per judged run, and the judge's warning (a tiny judge, unparsed verdicts) on stderr."""
+    typer.echo(f"{path}: {result.describe()}")
+    if result.summary.warning:
+        typer.echo(f"warning: {result.summary.warning}", err=True)

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_options import AllowHost, Concurrency, Retries, ShowProgress, Timeout, command_group
+from clinieval.cli_options import (
+    AllowHost,
+    Concurrency,
+    Retries,
+    ShowProgress,
+    Timeout,
+    command_group,
+    echo_judged,
+)
 from clinieval.errors import UserError
 from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import BackendOptions
@@ -164,9 +172,7 @@ def judge(
                 progress=progress,
             )
         )
-        typer.echo(f"{path}: {result.describe()}")
-        if result.summary.warning:
-            typer.echo(f"warning: {result.summary.warning}", err=True)
+        echo_judged(path, result)
 
 
 @app.command()

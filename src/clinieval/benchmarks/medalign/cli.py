@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
+from clinieval.cli_options import (
+    AllowHost,
+    Concurrency,
+    NCtx,
+    Retries,
+    ShowProgress,
+    Timeout,
+    command_group,
+    echo_judged,
+)
 from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
@@ -285,9 +294,7 @@ def judge(
                 progress=progress,
             )
         )
-        typer.echo(f"{path}: {result.describe()}")
-        if result.summary.warning:
-            typer.echo(f"warning: {result.summary.warning}", err=True)
+        echo_judged(path, result)
 
 
 @app.command()
