@@ -29,6 +29,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || \
 	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q wordnet-base wordnet-sense-index >/dev/null'
 	$(BIN)/python -m clinieval.scoring.wordnet
+	# A wheel reused from pip's cache may have been built for another CPU: decode, else rebuild uncached.
+	$(BIN)/python -m clinieval.models.selfcheck || { \
+	  $(BIN)/pip cache remove llama_cpp_python; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --force-reinstall --no-deps --no-cache-dir \
+	    "llama-cpp-python[server]==0.3.36" && $(BIN)/python -m clinieval.models.selfcheck; }
 	touch $@
 
 demo: demo-$(DEMO)
