@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -36,8 +37,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         f.write(text)
 
 
+def finite_json(data: Any) -> Any:
+    """``data`` with every NaN or infinite float replaced by None: JSON has no NaN, and strict
+    parsers (other languages, ``jq``) reject Python's ``NaN`` token. None reads as "undefined"."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite_json(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite_json(v) for v in data]
+    return data
+
+
 def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Strict JSON (no NaN or Infinity tokens), written atomically."""
+    text = json.dumps(finite_json(data), indent=2, ensure_ascii=False, allow_nan=False)
+    atomic_write_text(path, text + "\n")
 
 
 def atomic_write_csv(

@@ -23,6 +23,15 @@ class SampleRecord:
     def key(self) -> tuple[str, int]:
         return (self.sample.id, self.repeat)
 
+    @property
+    def transient_failure(self) -> bool:
+        """Whether a model call of this record failed in a way that asking again may fix (rate
+        limit, 5xx, timeout, dropped connection): such a record is pending, not done."""
+        return any(
+            part is not None and part.error_kind is not None and part.error_kind.transient
+            for part in (self.output, self.loglik)
+        )
+
     def error_kind(self) -> str | None:
         """The first model failure this record holds, if any."""
         for part in (self.output, self.loglik):

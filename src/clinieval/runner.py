@@ -32,6 +32,8 @@ class RunStats:
     total: int
     already_done: int
     finished: int
+    retried: int
+    """Items asked again because their last record held a transient failure."""
     cache_hits: int
     requests: int
     elapsed_s: float
@@ -258,9 +260,15 @@ async def execute(
     concurrency: int | None = None,
     progress: bool = True,
 ) -> RunStats:
-    """Evaluate every (sample, repeat) not yet in ``run``; return what was done."""
-    done = {r.key for r in run.iter_records()}
+    """Evaluate every (sample, repeat) not yet done in ``run``; return what was done.
+
+    Done means the latest record holds an answer or a lasting failure; a record whose call failed
+    transiently (rate limit, 5xx, timeout, dropped connection) is asked again, and the new record
+    supersedes it (:meth:`RunDir.records` keeps the latest per key)."""
+    latest = {r.key: r for r in run.iter_records()}
+    done = {key for key, r in latest.items() if not r.transient_failure}
     todo = pending_items(samples, repeats, done)
+    retried = sum(1 for s, r in todo if (s.id, r) in latest)
     total = len(samples) * repeats
     cache = run.cache()
     calls = CachedCalls(model, cache)
@@ -293,6 +301,7 @@ async def execute(
         total=total,
         already_done=len(done),
         finished=finished,
+        retried=retried,
         cache_hits=cache.hits,
         requests=calls.requests,
         elapsed_s=time.perf_counter() - start,

@@ -45,8 +45,9 @@ class RunResult:
     @property
     def stats_line(self) -> str:
         s = self.stats
+        again = f" ({s.retried} asked again after a transient failure)" if s.retried else ""
         return (
-            f"{s.finished} new, {s.already_done} resumed of {s.total}; {s.requests} model requests, "
+            f"{s.finished} new{again}, {s.already_done} resumed of {s.total}; {s.requests} model requests, "
             f"{s.cache_hits} cache hits; {s.elapsed_s:.1f}s ({s.items_per_s:.2f} items/s)"
         )
 
@@ -93,8 +94,11 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     wanted = {s.id for s in samples}
     records = [r for r in run.records() if r.sample.id in wanted and r.repeat < req.repeats]
     summaries = summarize(records, [s.name for s in req.task.scorers])
-    atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries]})
-    complete = len(records) == len(samples) * req.repeats
+    left = sum(1 for r in records if r.transient_failure)
+    run_info = {"retried": stats.retried, "transient_failures_left": left}
+    atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries], "run": run_info})
+    # complete only when every item has a record and none of them waits to be asked again
+    complete = len(records) == len(samples) * req.repeats and left == 0
     run.set_status("complete" if complete else "incomplete")
     return RunResult(run_path=path, stats=stats, summaries=summaries)
 

@@ -1,0 +1,76 @@
+"""Reliability defects found by trying clinieval as a new user would (issue 13), each with the test
+that failed before its fix: a local OpenAI-compatible server (tests/fault_server.py) misbehaves
+on request, and the installed command is run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.fault_server import FaultServer
+
+
+def _strict_json(path: Path) -> object:
+    """Parse as a strict parser would: NaN / Infinity tokens are an error, not a float."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"{path}: {token} is not JSON")
+
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+
+
+def _items(tmp_path: Path, prompts: list[str]) -> Path:
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": f"x{i}", "input": p}) + "\n" for i, p in enumerate(prompts)))
+    return path
+
+
+def test_a_rerun_after_an_outage_asks_the_failed_items_again(tmp_path: Path) -> None:
+    # Two items fail once with a 500 and no retries; the third answers. The rerun (server healthy
+    # again) asks exactly the two failed items, and only then is the run complete.
+    data = _items(tmp_path, ["q0 FAULT:500x1", "q1 FAULT:500x1", "q2"])
+    out = tmp_path / "run"
+    with FaultServer(answer="ok") as server:
+        model = f"openai:{server.url}@fault"
+        args = ["run", str(data), "-m", model, "--retries", "0", "--out", str(out), "--no-progress"]
+        first = run_cli(*args)
+        assert first.returncode == 0, first.stderr
+        assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
+        summary = _strict_json(out / "summary.json")
+        assert summary["run"] == {"retried": 0, "transient_failures_left": 2}  # type: ignore[index]
+        asked_before = len(server.log.received)
+        second = run_cli(*args)
+        assert second.returncode == 0, second.stderr
+        assert len(server.log.received) - asked_before == 2
+    assert "2 new (2 asked again after a transient failure), 1 resumed of 3" in second.stdout
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    assert _strict_json(out / "summary.json")["run"] == {"retried": 2, "transient_failures_left": 0}  # type: ignore[index]
+    latest = {}
+    for line in (out / "samples.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        latest[record["sample_id"]] = record
+    assert all(r["output"]["error_kind"] is None for r in latest.values())
+
+
+def test_a_lasting_failure_is_not_asked_again(tmp_path: Path) -> None:
+    data = _items(tmp_path, ["q0 FAULT:FILTER"])
+    out = tmp_path / "run"
+    with FaultServer() as server:
+        args = ["run", str(data), "-m", f"openai:{server.url}@fault", "--out", str(out), "--no-progress"]
+        run_cli(*args)
+        asked = len(server.log.received)
+        again = run_cli(*args)
+        assert len(server.log.received) == asked
+    assert "0 new, 1 resumed of 1; 0 model requests" in again.stdout
+
+
+def test_summary_of_an_all_failed_run_is_strict_json(tmp_path: Path) -> None:
+    data = _items(tmp_path, ["q0 FAULT:FILTER", "q1 FAULT:FILTER"])
+    out = tmp_path / "run"
+    with FaultServer() as server:
+        run_cli("run", str(data), "-m", f"openai:{server.url}@fault", "--out", str(out), "--no-progress")
+    summary = _strict_json(out / "summary.json")
+    [exact] = summary["summaries"]  # type: ignore[index]
+    assert exact["scored"] == 0
+    assert exact["mean"] is None and exact["ci_low"] is None and exact["ci_high"] is None
