@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
@@ -74,3 +75,26 @@ def test_summary_of_an_all_failed_run_is_strict_json(tmp_path: Path) -> None:
     [exact] = summary["summaries"]  # type: ignore[index]
     assert exact["scored"] == 0
     assert exact["mean"] is None and exact["ci_low"] is None and exact["ci_high"] is None
+
+
+def test_a_local_backend_error_is_not_cached(tmp_path: Path) -> None:
+    import asyncio
+
+    from clinieval.cache import RequestCache
+    from clinieval.runner import CachedCalls
+    from clinieval.types import ErrorKind, ModelOutput
+
+    class _Named:  # only what CachedCalls reads of a model: its identity, for the cache key
+        identity: ClassVar[dict[str, str]] = {"backend": "llamacpp", "file": "x.gguf"}
+
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    calls = CachedCalls(_Named(), cache)  # type: ignore[arg-type]
+    failed = ModelOutput.failure(ErrorKind.BACKEND, "llama_decode returned -3", 0.1).to_dict()
+
+    async def ask() -> dict[str, object]:
+        return failed
+
+    for _ in range(2):
+        asyncio.run(calls.through("generate", {}, "prompt", 0, ask))
+    assert calls.requests == 2 and cache.hits == 0  # asked both times: nothing was cached
+    cache.close()

@@ -35,12 +35,20 @@ class ErrorKind(enum.StrEnum):
 
     @property
     def transient(self) -> bool:
-        """Whether asking again later might succeed (so a resumed run retries it)."""
+        """Whether asking again later might succeed: such a failure is never cached, and a resumed
+        run asks the item again. A local backend error counts (memory pressure, a decode failure):
+        asking a local model again costs little, and caching it would keep it forever."""
         return self in _TRANSIENT
 
 
 _TRANSIENT = frozenset(
-    {ErrorKind.RATE_LIMIT, ErrorKind.SERVER_ERROR, ErrorKind.TIMEOUT, ErrorKind.CONNECTION}
+    {
+        ErrorKind.RATE_LIMIT,
+        ErrorKind.SERVER_ERROR,
+        ErrorKind.TIMEOUT,
+        ErrorKind.CONNECTION,
+        ErrorKind.BACKEND,
+    }
 )
 
 
