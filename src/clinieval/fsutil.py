@@ -55,15 +55,43 @@ def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_text(path, text + "\n")
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection)."""
+
+
+def spreadsheet_cell(value: object) -> object:
+    """``value`` made inert for a spreadsheet: text that would start a formula gets a leading
+    apostrophe (shown as text, never run). Text that already starts with apostrophes before such a
+    character gets one more, so :func:`spreadsheet_text` restores every value exactly."""
+    if isinstance(value, str) and value.lstrip("'").startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_text(cell: str) -> str:
+    """A cell read back from a file written with ``spreadsheet_safe``: the inverse of
+    :func:`spreadsheet_cell` (a spreadsheet that kept the apostrophe as text, as LibreOffice and
+    Excel do on re-export, round-trips too)."""
+    if cell.startswith("'") and cell.lstrip("'").startswith(FORMULA_STARTS):
+        return cell[1:]
+    return cell
+
+
 def atomic_write_csv(
-    path: str | os.PathLike[str], columns: Sequence[str], rows: Iterable[Mapping[str, object]]
+    path: str | os.PathLike[str],
+    columns: Sequence[str],
+    rows: Iterable[Mapping[str, object]],
+    *,
+    spreadsheet_safe: bool = False,
 ) -> None:
-    """A UTF-8 CSV with a header row and ``\\n`` line ends, written atomically (the review files
-    clinicians open, and the dataset builders' tables)."""
+    """A UTF-8 CSV with a header row and ``\\n`` line ends, written atomically. With
+    ``spreadsheet_safe`` (files people open in a spreadsheet, holding model-written text) every
+    cell goes through :func:`spreadsheet_cell`; read them back with :func:`spreadsheet_text`."""
     with atomic_open(path) as f:
         writer = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        for row in rows:
+            writer.writerow({k: spreadsheet_cell(v) for k, v in row.items()} if spreadsheet_safe else row)
 
 
 def publish_dir(tmp: Path, out: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_csv
+from clinieval.fsutil import atomic_write_csv, spreadsheet_text
 
 __all__ = [
     "REVIEWER_COLUMNS",
@@ -71,7 +71,7 @@ def review_has_input(path: Path) -> bool:
 
 def write_review(path: Path, rows: Iterable[Mapping[str, object]]) -> None:
     """``review.csv`` with one row per parsed item (:data:`REVIEW_COLUMNS`), written atomically."""
-    atomic_write_csv(path, REVIEW_COLUMNS, rows)
+    atomic_write_csv(path, REVIEW_COLUMNS, rows, spreadsheet_safe=True)
 
 
 _REQUIRED_REVIEW = (
@@ -160,4 +160,5 @@ def _parse_review(path: Path, reader: Any) -> Review:
                 f"{path}: row {number} (line {line}) has {len(record)} cells, "
                 f"but the header has {len(header)}"
             )
-        rows.append(ReviewRow(number, line, dict(zip(header, record, strict=True))))
+        cells = (spreadsheet_text(c) for c in record)
+        rows.append(ReviewRow(number, line, dict(zip(header, cells, strict=True))))

@@ -36,7 +36,7 @@ from clinieval.benchmarks.medalign.build.tables import (
     sibling_path,
 )
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_csv
+from clinieval.fsutil import atomic_write_csv, spreadsheet_text
 
 __all__ = [
     "KEY_COLUMNS",
@@ -113,8 +113,8 @@ def write_review(matches: Sequence[Match], out: str | Path) -> Path:
     """
     review = Path(out)
     key = key_path(review)
-    atomic_write_csv(key, KEY_COLUMNS, _key_rows(matches))
-    atomic_write_csv(review, REVIEW_COLUMNS, _review_rows(matches))
+    atomic_write_csv(key, KEY_COLUMNS, _key_rows(matches))  # read by clinieval only
+    atomic_write_csv(review, REVIEW_COLUMNS, _review_rows(matches), spreadsheet_safe=True)
     return key
 
 
@@ -237,7 +237,8 @@ def read_review(path: Path) -> dict[tuple[str, str], tuple[int, bool | None]]:
     table = read_table(path, ("instruction_id", "ehr", "relevant"), "relevance review")
     out: dict[tuple[str, str], tuple[int, bool | None]] = {}
     for row in table.rows:
-        pair = (row.cells["instruction_id"].strip(), row.cells["ehr"].strip())
+        iid, ehr = (spreadsheet_text(row.cells[c].strip()) for c in ("instruction_id", "ehr"))
+        pair = (iid, ehr)
         if pair in out:
             raise UserError(f"{path}:{row.line}: {pair[0]!r} / {pair[1]!r} repeats line {out[pair][0]}")
         out[pair] = (row.line, _judgement(table, row))
