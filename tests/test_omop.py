@@ -369,3 +369,32 @@ def test_many_staging_passes_same_timelines(
     assert [t.to_dict() for t in src.iter_timelines()] == [t.to_dict() for t in read[1]]
     assert src.orphans == read[0].orphans
     src.close()
+
+
+def test_a_database_cannot_reach_outside_its_folder(synthea: Path, tmp_path: Path) -> None:
+    """A .duckdb file whose view reads a file elsewhere (or a URL, through an extension DuckDB
+    would download) is refused with one error; the connection never loads extensions itself."""
+    import duckdb
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(synthea / "PERSON.csv", elsewhere / "PERSON.csv")
+    db = tmp_path / "db" / "omop.duckdb"
+    db.parent.mkdir()
+    con = duckdb.connect(str(db))
+    _copy_tables(synthea, con, "CREATE TABLE {t} AS SELECT * FROM {src}")
+    con.execute("DROP TABLE person")
+    con.execute(f"CREATE VIEW person AS SELECT * FROM read_csv('{elsewhere / 'PERSON.csv'}', header = true)")
+    con.close()
+    with pytest.raises(UserError, match=r"OMOP table person in database .* cannot be read: Permission Error"):
+        OmopSource.open(db)
+    with OmopSource.open(synthea) as src:
+        settings = src._con.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN "
+            "('autoinstall_known_extensions', 'autoload_known_extensions', 'enable_external_access')"
+        ).fetchall()
+    assert sorted(settings) == [
+        ("autoinstall_known_extensions", "false"),
+        ("autoload_known_extensions", "false"),
+        ("enable_external_access", "false"),
+    ]

@@ -66,6 +66,14 @@ def _passes(counts: list[tuple[int, int]], rows: int) -> list[tuple[int, int]]:
 _PERSON_ORDER = "s.pid IS NULL, s.pkey IS NULL, s.pkey, s.pid"
 
 
+_OFFLINE: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+"""DuckDB would otherwise download and load an extension (httpfs) the moment a query names a URL:
+network access outside the egress guard. Extensions that ship with DuckDB still work."""
+
+
 class OmopSource:
     """An opened OMOP CDM source. Use :meth:`open`; close it (or use ``with``) when done."""
 
@@ -136,7 +144,7 @@ class OmopSource:
         if chunk < 1:
             raise UserError(f"chunk must be 1 or more people, not {chunk}")
         tmp = Path(tempfile.mkdtemp(prefix="clinieval-omop-", dir=work_dir))
-        con = duckdb.connect(":memory:")
+        con = duckdb.connect(":memory:", config=_OFFLINE)
         try:
             if memory_limit is not None:
                 try:
@@ -151,6 +159,13 @@ class OmopSource:
             # built the hash table from 100,000 patients' notes (out of memory at 8 GB): keep the
             # joins as written.
             con.execute("SET disabled_optimizers = 'join_order,build_side_probe_side'")
+            # Only the source and the staging folder are reachable: a database file whose views
+            # read another file, or a URL (read_parquet('https://...')), gets a permission error
+            # instead of reaching outside. The setting cannot be turned back on in this connection.
+            readable = p if p.is_dir() else p.parent
+            folders = ", ".join(literal(str(d.resolve()) + "/") for d in (readable, tmp))
+            con.execute(f"SET allowed_directories = [{folders}]")
+            con.execute("SET enable_external_access = false")
             if p.is_dir():
                 sources = cls._folder_tables(p)
             elif p.is_file() and cls._is_duckdb(p):
@@ -168,8 +183,8 @@ class OmopSource:
                     )
             columns: dict[str, set[str]] = {}
             for t, (sql, _) in sources.items():
-                con.execute(f"CREATE VIEW {ident('raw_' + t)} AS {sql}")
                 try:
+                    con.execute(f"CREATE VIEW {ident('raw_' + t)} AS {sql}")
                     desc = con.execute(f"SELECT * FROM {ident('raw_' + t)} LIMIT 0").description
                 except duckdb.Error as e:
                     raise UserError(
