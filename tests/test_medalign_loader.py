@@ -227,3 +227,26 @@ def test_release_run_records_the_release_file_in_the_manifest(release: Path, tmp
     manifest = json.loads((arm / "manifest.json").read_text())
     assert list(manifest["data"]) == [str(release / RESPONSES_FILE)]
     assert manifest["samples"] == 2  # the two instructions with Annotator_1's gold
+
+
+@pytest.mark.parametrize(
+    "name", ["../secret.xml", "ehrs/../../secret.xml", "/etc/passwd", "a/../../secret.xml"]
+)
+def test_a_patient_file_outside_the_ehr_folder_is_refused(release: Path, tmp_path: Path, name: str) -> None:
+    # a real MedAlign XML file beside the folder: without the check it would be read and sent to a model
+    shutil.copy(release / "ehrs" / "p1.xml", release / "secret.xml")
+    csv_path = tmp_path / "mine.csv"
+    csv_path.write_text(f"instruction_id,question,filename\na,q,{name}\n")
+    with pytest.raises(UserError, match=r"mine.csv:2: .*(points outside|is not a file name inside)"):
+        load_generic(csv_path, release / "ehrs")
+    write_tsv(release / RESPONSES_FILE, [["1", "q", "p1", name, "a", "Annotator_1"]], HEADER)
+    with pytest.raises(UserError, match=r"(points outside|is not a file name inside)"):
+        load_release(release)
+
+
+def test_a_file_in_a_subfolder_of_the_ehr_folder_is_fine(release: Path, tmp_path: Path) -> None:
+    (release / "ehrs" / "site1").mkdir()
+    shutil.copy(release / "ehrs" / "p1.xml", release / "ehrs" / "site1" / "p9.xml")
+    csv_path = tmp_path / "mine.csv"
+    csv_path.write_text("instruction_id,question,filename\na,q,site1/../site1/p9.xml\n")
+    assert load_generic(csv_path, release / "ehrs")[0].metadata["filename"] == "site1/../site1/p9.xml"

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from clinieval.errors import UserError
+
 
 @contextmanager
 def atomic_open(path: str | os.PathLike[str]) -> Iterator[TextIO]:
@@ -116,8 +118,6 @@ def staged_dir(out: Path, what: str = "the folder") -> Iterator[Path]:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     except OSError as exc:
-        from clinieval.errors import UserError
-
         raise UserError(f"cannot create {what} {out}: {exc.strerror or exc}") from exc
     try:
         yield tmp
@@ -125,6 +125,22 @@ def staged_dir(out: Path, what: str = "the folder") -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def inside(folder: Path, name: str, where: str) -> Path:
+    """``folder / name`` for a file name read from a data file, refusing one that leaves the folder
+    (an absolute path, or ``..`` that climbs above it): a table must not make clinieval read, and
+    send to a model, a file the user never pointed it at. Symbolic links inside the folder are the
+    user's own and are followed."""
+    parts = Path(name).parts
+    if not name.strip() or Path(name).is_absolute() or "\\" in name:
+        raise UserError(f"{where}: {name!r} is not a file name inside {folder}")
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            raise UserError(f"{where}: {name!r} points outside {folder}; name a file inside it")
+    return folder / name
 
 
 def slug(text: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.errors import UserError
+from clinieval.fsutil import inside
 from clinieval.types import Sample
 
 RESPONSES_FILE = "clinician-instruction-responses.tsv"
@@ -69,7 +70,7 @@ def _ehr_text(ehr_dir: Path, filename: str, where: str, cache: dict[str, str]) -
     if filename not in cache:
         from clinieval.ehr.medalign_xml import read_xml
 
-        path = ehr_dir / filename
+        path = inside(ehr_dir, filename, where)
         if not path.is_file():
             raise UserError(f"{where}: EHR file {path} not found")
         read_xml(path)  # a clear error (line, column, dialect) for anything but MedAlign XML
