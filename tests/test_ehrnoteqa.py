@@ -434,3 +434,18 @@ def test_analysis_refuses_a_model_twice_in_one_format() -> None:
 def test_stability_undefined_with_one_model() -> None:
     result = analyze_arms(_arms()[:1])
     assert "undefined" in result["formats"]["mc"]["stability"]
+
+
+def test_stability_takes_the_mode_met_first_as_ehrnoteqa_does() -> None:
+    # Per repeat A scores 100, 100, 100, 100; B 0, 0, 100, 100; C 50 throughout. B ranks 3 3 1 1
+    # and C 2 2 3 3: both have two modes, and the one met first (B 3, C 2) is the gold rank.
+    a = _arm("A", {i: [1.0] * 4 for i in ITEMS}, {i: 1.0 for i in ITEMS})
+    b = _arm("B", {i: [0.0, 0.0, 1.0, 1.0] for i in ITEMS}, {i: 1.0 for i in ITEMS})
+    c = _arm("C", {i: [0.5, 0.5, 0.5, 0.5] for i in ITEMS}, {i: 1.0 for i in ITEMS})
+    for arm in (a, b, c):
+        arm.judge_repeats = 4
+    st = analyze_arms([a, b, c])["formats"]["mc"]["stability"]
+    assert st["ranks"]["B"] == [3.0, 3.0, 1.0, 1.0]  # ties share the best rank (A and B at 100)
+    assert st["gold_rule"] == "first" and st["tied_modes"] == ["B", "C"]
+    assert st["gold_rank"] == {"A": 1.0, "B": 3.0, "C": 2.0}
+    assert st["instability"] == {"A": 0.0, "B": 4.0, "C": 2.0}

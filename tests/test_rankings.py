@@ -458,3 +458,17 @@ def test_per_item_tau_matches_scipy_on_random_tables(seed: int) -> None:
         x, y = metric.row(item), human.row(item)
         keep = [j for j, v in enumerate(x) if v is not None]
         assert len({x[j] for j in keep}) == 1 or len({y[j] for j in keep}) == 1
+
+
+def test_rank_instability_gold_rule_when_modes_tie() -> None:
+    # B's ranks 2,1,3,2,1 have two modes: 2 (met first, in run 1) and 1. EHRNoteQA's code keeps
+    # the mode met first; "smallest" keeps 1; "median" the middle of the tied modes, 1.5.
+    first = rank_instability(RUNS, gold_rule="first")
+    assert first.gold_ranks == {"A": 1.0, "B": 2.0, "C": 3.0, "D": 4.0}
+    assert first.per_model == {"A": 1.0, "B": 3.0, "C": 2.0, "D": 1.0}  # B: 0+1+1+0+1
+    assert first.total == 7.0 and first.tied_modes == ("B",) and first.gold_rule == "first"
+    median = rank_instability(RUNS, gold_rule="median")
+    assert median.gold_ranks["B"] == 1.5 and median.per_model["B"] == 3.5  # .5+.5+1.5+.5+.5
+    assert rank_instability(RUNS).tied_modes == ("B",)
+    with pytest.raises(UserError, match="gold rank rule 'mode' is unknown"):
+        rank_instability(RUNS, gold_rule="mode")  # type: ignore[arg-type]

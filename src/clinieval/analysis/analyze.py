@@ -59,6 +59,7 @@ class AnalyzeOptions:
     groups: tuple[str, ...] = ()
     rater: str | None = None
     run: str | None = None
+    gold_rank: rank_agreement.GoldRule = "smallest"
     level: float = 0.95
     resamples: int = 2000
     seed: int = 0
@@ -595,10 +596,12 @@ def _run_section(ctx: _Context, column: str) -> JSON:
             "mean": float(col.mean()),
             "sd": float(col.std(ddof=1)) if col.size > 1 else None,
         }
-    inst = rank_agreement.rank_instability(means)
+    inst = rank_agreement.rank_instability(means, gold_rule=o.gold_rank)
     return {
         "per_model": spread,
         "rank_instability": inst.total,
         "rank_instability_per_model": inst.per_model,
         "gold_ranks": inst.gold_ranks,
+        "gold_rule": inst.gold_rule,
+        "tied_modes": list(inst.tied_modes),
     }

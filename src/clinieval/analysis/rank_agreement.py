@@ -18,10 +18,12 @@ in :mod:`clinieval.analysis.agreement`.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Literal
 
 import numpy as np
 
@@ -30,11 +32,14 @@ from clinieval.analysis.uncertainty import bootstrap_ci
 from clinieval.errors import UserError
 
 __all__ = [
+    "GOLD_RULES",
+    "GoldRule",
     "KendallAgreement",
     "OrderAgreement",
     "RankInstability",
     "accuracy_2tuple",
     "accuracy_triple",
+    "gold_rank",
     "inter_rater_kendall",
     "metric_human_kendall",
     "order_agreement",
@@ -199,22 +204,51 @@ class RankInstability:
     """EHRNoteQA's ranking stability over repeated judge runs.
 
     ``ranks`` is runs x models (1 = best within each run); ``gold_ranks`` the mode of each
-    model's ranks (the smallest, i.e. best, mode when several tie); ``per_model`` the sum over
-    runs of |rank - gold rank|; ``total`` their sum.
+    model's ranks, chosen by ``gold_rule`` among several modes (``tied_modes`` names the models
+    where that choice was needed); ``per_model`` the sum over runs of |rank - gold rank|;
+    ``total`` their sum.
     """
 
     total: float
     per_model: dict[str, float]
     gold_ranks: dict[str, float]
     ranks: ScoreTable
+    gold_rule: GoldRule = "smallest"
+    tied_modes: tuple[str, ...] = ()
 
 
-def rank_instability(runs: ScoreTable, *, ties: Ties = "min") -> RankInstability:
+GoldRule = Literal["first", "smallest", "median"]
+GOLD_RULES: tuple[GoldRule, ...] = ("first", "smallest", "median")
+"""How a model's gold rank is chosen when its ranks have several modes: ``first`` the mode that
+occurs first in run order (EHRNoteQA's public code, which its published figures need),
+``smallest`` the best of them, ``median`` the median of the tied modes."""
+
+
+def gold_rank(ranks: Sequence[float], rule: GoldRule) -> tuple[float, bool]:
+    """The gold rank of one model's per-run ranks, and whether several modes tied."""
+    counts = Counter(ranks)
+    top = max(counts.values())
+    modes = [r for r in dict.fromkeys(ranks) if counts[r] == top]  # in order of first occurrence
+    if rule == "first":
+        chosen = modes[0]
+    elif rule == "smallest":
+        chosen = min(modes)
+    elif rule == "median":
+        chosen = float(statistics.median(modes))
+    else:
+        raise UserError(f"gold rank rule {rule!r} is unknown; choose from {', '.join(GOLD_RULES)}")
+    return chosen, len(modes) > 1
+
+
+def rank_instability(
+    runs: ScoreTable, *, ties: Ties = "min", gold_rule: GoldRule = "smallest"
+) -> RankInstability:
     """Instability = Σ over models Σ over runs |rank in run - gold rank|.
 
     ``runs`` has one row per judge run and one column per model; every cell must be present.
     Tied models share the best rank of their group by default (``ties="min"``, leaderboard
-    style, so ranks stay integers); ``ties="average"`` is available.
+    style, so ranks stay integers); ``ties="average"`` is available. ``gold_rule`` picks the
+    gold rank among several modes (:data:`GOLD_RULES`).
     """
     check_ties(ties)
     if not runs.items or not runs.models:
@@ -231,13 +265,14 @@ def rank_instability(runs: ScoreTable, *, ties: Ties = "min") -> RankInstability
     ranks = rank_table(runs, ties=ties)
     gold: dict[str, float] = {}
     per_model: dict[str, float] = {}
+    tied: list[str] = []
     for j, model in enumerate(runs.models):
         col = [float(v) for v in ranks.values[:, j]]
-        counts = Counter(col)
-        top = max(counts.values())
-        gold[model] = min(r for r, c in counts.items() if c == top)
+        gold[model], several = gold_rank(col, gold_rule)
+        if several:
+            tied.append(model)
         per_model[model] = sum(abs(r - gold[model]) for r in col)
-    return RankInstability(sum(per_model.values()), per_model, gold, ranks)
+    return RankInstability(sum(per_model.values()), per_model, gold, ranks, gold_rule, tuple(tied))
 
 
 # --- AutoMedEval: judge vs reference orderings ---------------------------------------------------

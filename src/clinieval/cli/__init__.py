@@ -7,7 +7,7 @@ import dataclasses
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary, format_counts
 from clinieval.task import Task
+
+if TYPE_CHECKING:
+    from clinieval.analysis.rank_agreement import GoldRule
 
 app = command_group("Offline, private evaluation of language models on clinical tasks.")
 
@@ -231,6 +234,10 @@ def analyze(
     run: Annotated[
         str | None, typer.Option(help="column naming a repeated run, for rank instability")
     ] = None,
+    gold_rank: Annotated[
+        str,
+        typer.Option(help="with --run, a gold rank among tied modes: first (EHRNoteQA), smallest, median"),
+    ] = "smallest",
     out: Annotated[Path | None, typer.Option(help="folder for analysis.json and analysis.md")] = None,
     level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
@@ -259,6 +266,7 @@ def analyze(
         groups=tuple(group or ()),
         rater=rater,
         run=run,
+        gold_rank=_gold_rule(gold_rank),
         level=level,
         resamples=resamples,
         seed=seed,
@@ -280,6 +288,15 @@ def benchmarks() -> None:
 
     for benchmark in BENCHMARKS:
         typer.echo(f"{benchmark.name}\t{benchmark.description}")
+
+
+def _gold_rule(name: str) -> GoldRule:
+    from clinieval.analysis.rank_agreement import GOLD_RULES
+
+    for rule in GOLD_RULES:
+        if name == rule:
+            return rule
+    raise UserError(f"--gold-rank {name!r} is unknown; choose from {', '.join(GOLD_RULES)}")
 
 
 @app.command()

@@ -247,12 +247,15 @@ def _stability(arms: Sequence[ArmAnswers]) -> JSON:
     rows = [(f"repeat {r + 1}", label, v) for label, xs in per_arm.items() for r, v in enumerate(xs)]
     if any(v is None for _, _, v in rows):
         return {"undefined": "a repeat has no verdict at all for some model"}
-    result = rank_instability(ScoreTable.from_rows(rows))
+    # EHRNoteQA's public code takes the mode met first in run order when a model's ranks tie
+    result = rank_instability(ScoreTable.from_rows(rows), gold_rule="first")
     ranks = {m: [float(x) for x in result.ranks.values[:, j]] for j, m in enumerate(result.ranks.models)}
     sds = [s for a in judged if (s := _judge_stats(a)["sd"]) is not None]
     return {
         "ranks": ranks,
         "gold_rank": result.gold_ranks,
+        "gold_rule": result.gold_rule,
+        "tied_modes": list(result.tied_modes),
         "instability": result.per_model,
         "total": result.total,
         "average_sd": statistics.fmean(sds) if sds else None,

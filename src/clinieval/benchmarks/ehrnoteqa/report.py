@@ -78,10 +78,15 @@ def _stability_blocks(st: JSON | None) -> list[Block]:
         [m, ", ".join(f"{r:g}" for r in ranks), f"{st['gold_rank'][m]:g}", f"{st['instability'][m]:g}"]
         for m, ranks in st["ranks"].items()
     ]
+    tied = st.get("tied_modes") or []
+    rule = st.get("gold_rule", "smallest")
     total: list[Inline] = [
         "Total instability: ",
         Strong(f"{st['total']:g}"),
-        f"; average judge SD: {md_number(st.get('average_sd'), 2)} points.",
+        f"; average judge SD: {md_number(st.get('average_sd'), 2)} points. "
+        f"{len(tied)} of {len(st['ranks'])} models had tied modes (gold rank rule: {rule}"
+        + (", the mode met first in repeat order, as EHRNoteQA's code" if rule == "first" else "")
+        + ").",
     ]
     return [Paragraph("Ranking stability over judge repeats:"), Table(header, rows), Paragraph(total)]
 
