@@ -384,3 +384,26 @@ def test_human_label_names_the_reference(tmp_path: Path) -> None:
     default = analyze(read_table(path), AnalyzeOptions(scores=("rouge",), human_rank="rank"))
     assert default["human"]["label"] == "clinician"
     assert "## Clinician ranking (rank" in render_markdown(default)
+
+
+def test_an_undefined_fisher_z_does_not_stop_the_analysis(tmp_path: Path) -> None:
+    # Metric a ranks the models as the clinician on even items and reversed on odd ones; metric b
+    # the other way round. Per item, tau(a, b) = -1, so the averaged taus give r_kh = -1: the
+    # paper's Fisher-Z has no value (it divides by zero). The analysis goes on, says why, and the
+    # paired bootstrap of the per-item tau differences is reported beside it.
+    rows: list[dict[str, object]] = []
+    for i in range(8):
+        for m, human in zip("XYZ", (1, 2, 3), strict=True):
+            agree, disagree = 4 - human, human  # higher score = better; reversed order
+            a, b = (agree, disagree) if i % 2 == 0 else (disagree, agree)
+            rows.append({"item": f"i{i}", "model": m, "rank": human, "a": a, "b": b})
+    result = analyze(
+        read_table(write_csv(tmp_path / "t.csv", rows)), AnalyzeOptions(scores=("a", "b"), human_rank="rank")
+    )
+    [comparison] = result["human"]["metric_comparison"]
+    assert comparison["z"] is None and comparison["pvalue"] is None and comparison["n"] == 8
+    assert comparison["tau_difference"] == 0.0  # +2 on even items, -2 on odd ones
+    low, high = comparison["tau_difference_ci"]
+    assert low < 0.0 < high
+    assert any("Fisher-Z a vs b" in u and "r_kh = -1" in u for u in result["undefined"])
+    assert "mean Δτ" in render_markdown(result)

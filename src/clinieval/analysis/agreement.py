@@ -221,10 +221,13 @@ def compare_dependent_correlations(r_jk: float, r_jh: float, r_kh: float, n: int
     if not is_real(r_kh) or not -1.0 < r_kh < 1.0:
         if is_real(r_kh) and r_kh == 1.0:
             raise UndefinedStatisticError("r_kh = 1: k and h are the same variable, nothing to compare")
+        if is_real(r_kh) and r_kh == -1.0:
+            raise UndefinedStatisticError("r_kh = -1: k is h reversed, and the test divides by zero")
         raise UserError(f"r_kh must be a correlation strictly between -1 and 1, got {r_kh!r}")
     det = 1 - r_jk**2 - r_jh**2 - r_kh**2 + 2 * r_jk * r_jh * r_kh
     if det < -1e-12:
-        raise UserError(
+        # undefined rather than a mistake: averaged per-item taus need not form a valid matrix
+        raise UndefinedStatisticError(
             f"correlations r_jk={r_jk}, r_jh={r_jh}, r_kh={r_kh} cannot hold together (not a valid matrix)"
         )
     m = _n_above_3(n, "n")

@@ -398,23 +398,37 @@ def _fisher_z(
     """Two metrics' mean taus with the clinicians compared as overlapping correlations (they share
     the clinician ranking): Meng-Rosenthal-Rubin's Z on Fisher's transform, with n the items both
     metrics were scored on and r between the metrics their own mean per-item tau. An approximation
-    for averaged taus, as in MedAlign."""
+    for averaged taus, as in MedAlign; beside it, a paired bootstrap over the shared items of the
+    per-item tau differences, which needs no such approximation. Either may be undefined (None,
+    with the reason in ``undefined``) without stopping the analysis."""
     out: list[JSON] = []
+    o = ctx.options
     for a, b in combinations(agreements, 2):
         ka, kb = agreements[a], agreements[b]
+        shared = [i for i in ka.taus if i in kb.taus]
+        n = len(shared)
+        entry: JSON = {"metric": a, "other": b, "n": n, "z": None, "pvalue": None}
+        diffs = [ka.taus[i] - kb.taus[i] for i in shared]
+        if diffs:
+            entry["tau_difference"] = sum(diffs) / n
+            ci = ctx.guard(
+                f"paired bootstrap of tau differences {a} vs {b}",
+                partial(uncertainty.bootstrap_ci, diffs, level=o.level, resamples=o.resamples, seed=o.seed),
+            )
+            entry["tau_difference_ci"] = None if ci is None else list(ci)
         between = rank_agreement.metric_human_kendall(tables[a], tables[b], resamples=1)
-        n = len(set(ka.taus) & set(kb.taus))
         if ka.mean is None or kb.mean is None or between.mean is None or n < 4:
             ctx.undefined.append(
                 f"Fisher-Z {a} vs {b}: needs a defined mean tau for both and 4+ shared items"
             )
-            continue
-        test = ctx.guard(
-            f"Fisher-Z {a} vs {b}",
-            partial(agreement.compare_dependent_correlations, ka.mean, kb.mean, between.mean, n),
-        )
-        if test is not None:
-            out.append({"metric": a, "other": b, "n": n, "z": test.z, "pvalue": test.pvalue})
+        else:
+            test = ctx.guard(
+                f"Fisher-Z {a} vs {b}",
+                partial(agreement.compare_dependent_correlations, ka.mean, kb.mean, between.mean, n),
+            )
+            if test is not None:
+                entry["z"], entry["pvalue"] = test.z, test.pvalue
+        out.append(entry)
     return out
 
 

@@ -172,12 +172,22 @@ def _human(h: JSON, level: float) -> list[str]:
         out += [title, "", *_table(header, rows)]
     if h["metric_comparison"]:
         rows = [
-            [z["metric"], z["other"], _f(z["n"]), _f(z["z"]), _f(z["pvalue"])] for z in h["metric_comparison"]
+            [
+                z["metric"],
+                z["other"],
+                _f(z["n"]),
+                _f(z["z"]),
+                _f(z["pvalue"]),
+                _f(z.get("tau_difference")),
+                _ci(z.get("tau_difference_ci")),
+            ]
+            for z in h["metric_comparison"]
         ]
         out += [
-            "Fisher-Z comparison of metrics' agreement:",
+            "Comparison of metrics' agreement: Fisher-Z on the mean taus (the paper's) and a paired "
+            "bootstrap over items of the per-item tau differences:",
             "",
-            *_table(["metric", "vs", "n", "z", "p"], rows),
+            *_table(["metric", "vs", "n", "z", "p", "mean Δτ", "Δτ CI"], rows),
         ]
     pb = h.get("point_biserial_correct_vs_rank")
     if pb:

@@ -231,12 +231,23 @@ def _reference_section(human: JSON, label: str, level: str) -> Section:
     blocks += _agreement_blocks(human, label, level)
     if human["metric_comparison"]:
         rows = [
-            [z["metric"], z["other"], _num(z["n"]), _num(z["z"]), _num(z["pvalue"])]
+            [
+                z["metric"],
+                z["other"],
+                _num(z["n"]),
+                _num(z["z"]),
+                _num(z["pvalue"]),
+                _num(z.get("tau_difference")),
+                _ci(z.get("tau_difference_ci")),
+            ]
             for z in human["metric_comparison"]
         ]
         blocks += [
-            Paragraph("Fisher-Z comparison of two columns' agreement:"),
-            Table(["column", "vs", "n", "z", "p"], rows),
+            Paragraph(
+                "Comparison of two columns' agreement: Fisher-Z on the mean taus (the paper's) and a "
+                "paired bootstrap over instructions of the per-instruction tau differences:"
+            ),
+            Table(["column", "vs", "n", "z", "p", "mean Δτ", "Δτ CI"], rows),
         ]
     pb = human.get("point_biserial_correct_vs_rank")
     if pb:
