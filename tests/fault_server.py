@@ -36,6 +36,7 @@ class Log:
     received: list[str] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)
     seen: Counter[str] = field(default_factory=Counter)
+    bodies: list[dict[str, Any]] = field(default_factory=list)  # every request body as sent
 
 
 class FaultServer:
@@ -109,6 +110,7 @@ class FaultServer:
         prompt = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
         with self.log.lock:
             self.log.received.append(prompt)
+            self.log.bodies.append(body)
             self.log.seen[prompt] += 1
             attempt = self.log.seen[prompt]
         with self.log.lock:

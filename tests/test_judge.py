@@ -14,7 +14,7 @@ import json
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -346,7 +346,8 @@ def test_repeats_are_distinct_requests_and_a_rerun_makes_none(
         request_key(
             "judge",
             smol.identity,
-            {**GEN.to_dict(), "rubric": rubric.name},
+            # repeat r asks with seed + r (distinct draws whenever the temperature allows)
+            {**replace(GEN, seed=r).to_dict(), "rubric": rubric.name},
             [{"role": m.role, "content": m.content} for m in rubric.messages(rec)],
             r,
         )

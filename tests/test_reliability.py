@@ -136,3 +136,29 @@ def test_ehrnoteqa_review_csv_holds_no_live_formula(tmp_path: Path) -> None:
     [back] = read_review(path).rows
     for column in ("question", "choice_A", "choice_B", "choice_C", "choice_D", "choice_E"):
         assert back.cells[column] == row[column]
+
+
+def test_judge_repeats_get_their_own_seeds_and_identical_repeats_are_flagged(tmp_path: Path) -> None:
+    from tests.test_benchmarks import _inline
+
+    arm = tmp_path / "arm"
+    with FaultServer(answer="B. Metoprolol 25 mg") as server:
+        model = f"openai:{server.url}@fault"
+        made = run_cli(
+            "run", "ehrnoteqa", "--data", str(_inline(tmp_path)), "-m", model, "--scorer", "letter_extract",
+            "--out", str(arm), "--no-progress",
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        before = len(server.log.bodies)
+        judged = run_cli(
+            "ehrnoteqa", "judge", str(arm), "--judge", model, "--repeats", "3", "--judge-temperature", "0.7",
+            "--no-progress",
+        )  # fmt: skip
+        asked = server.log.bodies[before:]
+    assert judged.returncode == 0, judged.stderr
+    assert sorted(b["seed"] for b in asked) == [0, 1, 2]  # seed + repeat index
+    assert {b["temperature"] for b in asked} == {0.7}
+    # the server answers every repeat alike: the summary counts it and says so
+    assert "1 of 1 items got the same reply in every repeat" in judged.stderr
+    summary = json.loads(next((arm / "scores").glob("*.summary.json")).read_text())
+    assert summary["identical_repeats"] == 1 and summary["generation"]["temperature"] == 0.7

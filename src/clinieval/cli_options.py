@@ -23,6 +23,14 @@ Timeout = Annotated[float, typer.Option(help="seconds per HTTP request")]
 Retries = Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")]
 Concurrency = Annotated[int | None, typer.Option(min=1, help="requests in flight")]
 AllowHost = Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host (repeatable)")]
+JudgeTemperature = Annotated[
+    float,
+    typer.Option(
+        "--judge-temperature",
+        min=0.0,
+        help="judge sampling temperature; repeats get seeds seed+0, seed+1, ... so they can differ",
+    ),
+]
 ShowProgress = Annotated[bool, typer.Option(help="show progress bars")]
 
 

@@ -94,6 +94,8 @@ class JudgeSummary:
     new_completion_tokens: int
     elapsed_s: float
     warning: str | None = None
+    identical_repeats: int = 0
+    """Items whose every repeat got the same reply (with 2+ replies): repeats that add cost only."""
 
     def to_dict(self) -> JSON:
         return asdict(self)
@@ -257,15 +259,19 @@ async def judge_run(
     concurrency: int | None = None,
     progress: bool = True,
     limit: int | None = None,
-    seed_per_repeat: bool = False,
+    seed_per_repeat: bool | None = None,
 ) -> JudgeResult:
     """Judge every recorded answer of ``run`` ``repeats`` times; write and return the scores.
 
     ``limit`` judges only the first N records (latest per (sample, repeat), in run order).
-    ``seed_per_repeat`` gives repeat r the seed ``seed + r``: with temperature > 0 on a seeded
-    backend the repeats then differ, where otherwise they would be the same draw.
+    ``seed_per_repeat`` gives repeat r the seed ``seed + r`` (default: whenever ``repeats`` > 1):
+    with temperature > 0 on a seeded backend the repeats then differ, where one seed would make
+    them the same draw. At temperature 0 a local judge still answers every repeat alike; the
+    summary counts such items and warns.
     """
     config = generation or DEFAULT_JUDGE_GENERATION
+    if seed_per_repeat is None:
+        seed_per_repeat = repeats > 1
     records = _check_arguments(run, rubric, repeats)[:limit]
     warning = tiny_judge_warning(judge)
     if warning:
@@ -355,6 +361,14 @@ def _summarize(
 ) -> JudgeSummary:
     answer_failures = Counter(k for r in records if (k := answer_failure(r)) is not None)
     replies = [e for es in entries.values() for e in es]
+    identical = identical_repeat_items(entries)
+    if identical and repeats > 1:
+        same = (
+            f"{identical} of {sum(len(es) > 1 for es in entries.values())} items got the same reply in "
+            f"every repeat (temperature {config.temperature}): those repeats add cost, not information; "
+            "raise the judge temperature for a spread"
+        )
+        warning = f"{warning} {same}" if warning else same
     errors = Counter(e.error_kind for e in replies if e.error_kind not in (None, UNPARSED))
     scored = sum(s.value is not None for s in scores.values())
     return JudgeSummary(
@@ -381,7 +395,18 @@ def _summarize(
         new_completion_tokens=tally.new_completion_tokens,
         elapsed_s=round(elapsed, 3),
         warning=warning,
+        identical_repeats=identical,
     )
+
+
+def identical_repeat_items(entries: Mapping[int, Sequence[_Repeat]]) -> int:
+    """Items with two or more answered repeats whose replies are all the same text."""
+    count = 0
+    for es in entries.values():
+        texts = [e.raw for e in es if e.error_kind in (None, UNPARSED)]
+        if len(texts) > 1 and len(set(texts)) == 1:
+            count += 1
+    return count
 
 
 def _write(

@@ -16,6 +16,7 @@ import typer
 from clinieval.cli_options import (
     AllowHost,
     Concurrency,
+    JudgeTemperature,
     Retries,
     ShowProgress,
     Timeout,
@@ -144,6 +145,7 @@ def judge(
     max_tokens: Annotated[
         int | None, typer.Option(min=1, help="judge reply limit (default: 16 for mc, 256 for free)")
     ] = None,
+    judge_temperature: JudgeTemperature = 0.0,
     limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
     n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 8192,
     timeout: Timeout = 600.0,
@@ -167,6 +169,7 @@ def judge(
                 repeats=repeats,
                 backend=backend,
                 max_tokens=max_tokens,
+                temperature=judge_temperature,
                 concurrency=concurrency,
                 limit=limit,
                 progress=progress,

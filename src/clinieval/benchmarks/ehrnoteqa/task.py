@@ -137,9 +137,16 @@ def rubric_for(fmt: Format) -> Rubric:
     return JUDGING[fmt].rubric()
 
 
-def judge_generation(fmt: Format, max_tokens: int | None = None) -> GenerationConfig:
-    base = JUDGING[fmt].generation
-    return base if max_tokens is None else dataclasses.replace(base, max_tokens=max_tokens)
+def judge_generation(
+    fmt: Format, max_tokens: int | None = None, temperature: float | None = None
+) -> GenerationConfig:
+    """The format's judge settings, with the reply limit and temperature a user asked for."""
+    config = JUDGING[fmt].generation
+    if max_tokens is not None:
+        config = dataclasses.replace(config, max_tokens=max_tokens)
+    if temperature is not None:
+        config = dataclasses.replace(config, temperature=temperature)
+    return config
 
 
 async def judge_arm(
@@ -149,11 +156,13 @@ async def judge_arm(
     repeats: int = 5,
     backend: BackendOptions | None = None,
     max_tokens: int | None = None,
+    temperature: float | None = None,
     concurrency: int | None = None,
     limit: int | None = None,
     progress: bool = True,
 ) -> JudgeResult:
-    """Judge an arm's answers ``repeats`` times with the rubric of its format."""
+    """Judge an arm's answers ``repeats`` times with the rubric of its format (repeat r with seed
+    ``seed + r``)."""
     fmt = arm_format(RunDir.open(path))
     return await judge_folder(
         path,
@@ -161,7 +170,7 @@ async def judge_arm(
         rubric_for(fmt),
         backend=backend or BackendOptions(),
         repeats=repeats,
-        generation=judge_generation(fmt, max_tokens),
+        generation=judge_generation(fmt, max_tokens, temperature),
         concurrency=concurrency,
         limit=limit,
         progress=progress,

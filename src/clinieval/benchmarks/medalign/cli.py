@@ -17,6 +17,7 @@ import typer
 from clinieval.cli_options import (
     AllowHost,
     Concurrency,
+    JudgeTemperature,
     NCtx,
     Retries,
     ShowProgress,
@@ -258,6 +259,7 @@ def judge(
     repeats: Annotated[int, typer.Option(min=1, help="judge each answer N times (distinct requests)")] = 5,
     snippets: Annotated[int, typer.Option(min=0, help="BM25 EHR excerpts shown to the judge")] = 5,
     max_tokens: Annotated[int, typer.Option(help="judge answer length limit")] = 512,
+    judge_temperature: JudgeTemperature = 0.0,
     limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
     n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 4096,
     timeout: Timeout = 600.0,
@@ -278,7 +280,9 @@ def judge(
     rubric = MedAlignRubric(
         snippets=(lambda rec: evidence_snippets(rec.sample, snippets)) if snippets else None
     )
-    generation = dataclasses.replace(DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens)
+    generation = dataclasses.replace(
+        DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens, temperature=judge_temperature
+    )
     backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     for path in run_dirs(runs):
         result = asyncio.run(
