@@ -162,3 +162,73 @@ def test_judge_repeats_get_their_own_seeds_and_identical_repeats_are_flagged(tmp
     assert "1 of 1 items got the same reply in every repeat" in judged.stderr
     summary = json.loads(next((arm / "scores").glob("*.summary.json")).read_text())
     assert summary["identical_repeats"] == 1 and summary["generation"]["temperature"] == 0.7
+
+
+# The egress table: each URL is allowed only when it certainly reaches this machine, or its host
+# was allowlisted by name. Tricks that an HTTP client may read as loopback are refused too.
+EGRESS: list[tuple[str, bool]] = [
+    ("http://127.0.0.1:8000/v1", True),
+    ("http://127.255.255.254/v1", True),
+    ("http://[::1]:8000/v1", True),
+    ("http://localhost:8000/v1", True),
+    ("http://LOCALHOST:8000/v1", True),
+    ("http://localhost.:8000/v1", True),
+    ("https://localhost/v1", True),
+    ("http://10.0.0.1/v1", False),
+    ("http://192.168.1.10:8000/v1", False),
+    ("http://172.16.0.1/v1", False),
+    ("http://169.254.169.254/latest/meta-data", False),
+    ("http://0.0.0.0:8000/v1", False),
+    ("http://[::]:8000/v1", False),
+    ("http://127.0.0.1@evil.example/v1", False),
+    ("http://localhost:8000@evil.example/v1", False),
+    ("http://evil.example#@127.0.0.1/v1", False),
+    ("http://localhost.evil.example/v1", False),
+    ("http://127.0.0.1.evil.example/v1", False),
+    ("http://2130706433/v1", False),
+    ("http://0x7f000001/v1", False),
+    ("http://0177.0.0.1/v1", False),
+    ("http://127.1/v1", False),
+    ("http://[::ffff:127.0.0.1]/v1", False),
+    ("http://[::ffff:10.0.0.1]/v1", False),
+    ("http://[fe80::1]/v1", False),
+    ("http://localhost\\@evil.example/v1", False),
+    ("ftp://127.0.0.1/v1", False),
+    ("file:///etc/passwd", False),
+    ("http:///v1", False),
+    ("gateway.example.org/v1", False),
+]
+
+
+@pytest.mark.parametrize(("url", "allowed"), EGRESS)
+def test_egress_table(url: str, allowed: bool) -> None:
+    from clinieval.errors import UserError
+    from clinieval.privacy import check_endpoint
+
+    if allowed:
+        check_endpoint(url)
+    else:
+        with pytest.raises(UserError):
+            check_endpoint(url)
+
+
+def test_egress_table_is_large_enough() -> None:
+    assert len(EGRESS) >= 25 and sum(not ok for _, ok in EGRESS) >= 20
+
+
+def test_localhost_is_trusted_only_when_it_resolves_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hosts file that points ``localhost`` elsewhere (simulated: the test cannot edit the
+    machine's) must not turn the name into a way out."""
+    import socket
+
+    from clinieval.errors import UserError
+    from clinieval.privacy import check_endpoint
+
+    def elsewhere(host: str, *args: object, **kwargs: object) -> list[tuple[object, ...]]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.20.30.40", 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", elsewhere)
+    with pytest.raises(UserError, match="not loopback"):
+        check_endpoint("http://localhost:8000/v1")
+    check_endpoint("http://127.0.0.1:8000/v1")  # an address needs no resolving
+    check_endpoint("http://localhost:8000/v1", allow=["localhost"])  # the user's explicit choice

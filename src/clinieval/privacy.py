@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -17,14 +18,31 @@ from clinieval.errors import UserError
 ENV_ALLOWED_HOSTS = "CLINIEVAL_ALLOWED_HOSTS"
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
 def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and any address in 127.0.0.0/8 or ::1."""
-    if host.lower() in {"localhost", "localhost.localdomain"}:
-        return True
+    """True for an address in 127.0.0.0/8 or ::1, and for ``localhost`` when every address it
+    resolves to is one (a hosts file can point the name anywhere, so the name alone proves
+    nothing). Anything else, including spellings an HTTP client might still read as loopback
+    (``2130706433``, ``127.1``, ``::ffff:127.0.0.1``), is not: refusing costs a user one
+    ``--allow-host``; accepting a trick costs the patients."""
+    literal = host.strip("[]")
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(literal).is_loopback
     except ValueError:
+        pass
+    name = host.lower().rstrip(".")
+    return name in LOOPBACK_NAMES and _resolves_to_loopback(name)
+
+
+def _resolves_to_loopback(name: str) -> bool:
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except OSError:
         return False
+    addresses = {info[4][0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in addresses)
 
 
 def allowed_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
