@@ -232,3 +232,49 @@ def test_localhost_is_trusted_only_when_it_resolves_to_loopback(monkeypatch: pyt
         check_endpoint("http://localhost:8000/v1")
     check_endpoint("http://127.0.0.1:8000/v1")  # an address needs no resolving
     check_endpoint("http://localhost:8000/v1", allow=["localhost"])  # the user's explicit choice
+
+
+def test_a_failing_item_stops_the_other_workers_before_the_files_close(tmp_path: Path) -> None:
+    """One item's scorer raises while the others wait on the server: execute re-raises, no worker
+    is left running to write into the closed results file or cache, and what finished is kept."""
+    import asyncio
+    from dataclasses import dataclass
+
+    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.records import SampleRecord
+    from clinieval.runner import execute
+    from clinieval.runs import RunDir, build_manifest
+    from clinieval.scoring.scorers import ExactMatch, Needs
+    from clinieval.task import PromptTemplate, Task
+    from clinieval.types import Sample, Score
+
+    @dataclass(frozen=True)
+    class Explodes:  # a scorer with a bug, on the item that comes back first
+        name: str = "explodes"
+        needs: Needs = "generate"
+        needs_choices: bool = False
+
+        def score(self, record: SampleRecord) -> Score:
+            if record.sample.id == "boom":
+                raise RuntimeError("scorer bug")
+            return ExactMatch().score(record)
+
+    samples = [Sample(id="boom", input="q0"), *(Sample(id=f"s{i}", input=f"q{i}") for i in range(1, 4))]
+    task = Task(name="t", load=lambda: samples, prompt=PromptTemplate(user="{input}"), scorers=[Explodes()])
+    run = RunDir.create_or_resume(tmp_path / "run", build_manifest({"t": 1}, []))
+
+    async def scenario(server: FaultServer) -> list[asyncio.Task[object]]:
+        model = parse_model_spec(f"openai:{server.url}@fault", BackendOptions())
+        try:
+            with pytest.raises(RuntimeError, match="scorer bug"):
+                await execute(task, model, run, samples, concurrency=4, progress=False)
+            server.release()  # the held requests now answer: a worker still alive would write
+            await asyncio.sleep(0.3)
+            return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        finally:
+            await model.aclose()
+
+    with FaultServer(answer="ok", hold_after=1) as server:
+        left = asyncio.run(scenario(server))
+    assert left == []
+    assert run.records() == []  # the only answered item raised before it was written

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 from clinieval.cache import RequestCache, request_key
 from clinieval.models.base import Model
@@ -274,27 +274,23 @@ async def execute(
     calls = CachedCalls(model, cache)
     start = time.perf_counter()
     finished = 0
-    queue: asyncio.Queue[tuple[Sample, int]] = asyncio.Queue()
-    for item in todo:
-        queue.put_nowait(item)
-    n_workers = max(1, min(concurrency or model.max_concurrency, len(todo) or 1))
+    n_workers = concurrency or model.max_concurrency
     bar = ProgressBar(progress, total, len(done), model.name)
-
-    async def worker(out: IO[str]) -> None:
-        nonlocal finished
-        while True:
-            try:
-                sample, repeat = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            record = await _evaluate(task, calls, sample, repeat)
-            append_record(out, record)
-            finished += 1
-            bar.advance()
 
     try:
         with run.open_appender() as out, bar:
-            await asyncio.gather(*(worker(out) for _ in range(n_workers)))
+
+            async def one(item: tuple[Sample, int]) -> None:
+                nonlocal finished
+                record = await _evaluate(task, calls, *item)
+                append_record(out, record)
+                finished += 1
+                bar.advance()
+
+            # run_each cancels the other workers on the first error, before the results file and
+            # the cache close: nothing is written after a failure, and in-flight work is re-asked
+            # on the next run.
+            await run_each(todo, n_workers, one)
     finally:
         cache.close()
     return RunStats(
