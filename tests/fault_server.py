@@ -7,6 +7,8 @@ requests carrying that prompt fail that way, then answers normally:
   DROP          closes the connection without answering
   FILTER        HTTP 400 with Azure's content-filter error body (every time)
   FILTERFINISH  HTTP 200 whose finish_reason is content_filter (every time)
+  NULL          HTTP 200 whose message content is null, as a reasoning model's (every time)
+  LENGTH        HTTP 200 with the answer and finish_reason length (every time)
 With ``hold_after``, requests past that count wait unanswered (see release()).
 With ``responder``, a normal answer's text is ``responder(prompt)`` instead of ``answer``, so a
 test can script realistic replies that depend on what was asked.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+_EVERY_TIME = frozenset({"FILTERFINISH", "NULL", "LENGTH"})
 _MARKER = re.compile(r"FAULT:([A-Z0-9]+)(?:x(\d+))?")
 
 
@@ -134,7 +137,7 @@ class FaultServer:
                 },
             )
             return
-        if kind is not None and kind != "FILTERFINISH" and attempt <= times:
+        if kind is not None and kind not in _EVERY_TIME and attempt <= times:
             if kind == "429":
                 h._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"})
             elif kind == "500":
@@ -147,9 +150,12 @@ class FaultServer:
             return
         if self.delay_s:
             time.sleep(self.delay_s)
-        finish = "content_filter" if kind == "FILTERFINISH" else "stop"
+        finish = {"FILTERFINISH": "content_filter", "LENGTH": "length"}.get(kind or "", "stop")
+        text: str | None
         if kind == "FILTERFINISH":
             text = ""
+        elif kind == "NULL":
+            text = None
         else:
             text = self.answer if self.responder is None else self.responder(prompt)
         h._send(

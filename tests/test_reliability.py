@@ -278,3 +278,26 @@ def test_a_failing_item_stops_the_other_workers_before_the_files_close(tmp_path:
         left = asyncio.run(scenario(server))
     assert left == []
     assert run.records() == []  # the only answered item raised before it was written
+
+
+def test_null_content_is_a_failure_and_truncation_is_counted(tmp_path: Path) -> None:
+    # q0: a reasoning model's reply with content null; q1: an answer cut at the token limit;
+    # q2: a normal answer. Targets are "yes" throughout and every reply text is "yes".
+    path = tmp_path / "items.jsonl"
+    prompts = ["q FAULT:NULL", "q FAULT:LENGTH", "q"]
+    items = [{"id": f"x{i}", "input": p, "target": "yes"} for i, p in enumerate(prompts)]
+    path.write_text("".join(json.dumps(x) + "\n" for x in items))
+    out = tmp_path / "run"
+    with FaultServer(answer="yes") as server:
+        model = f"openai:{server.url}@fault"
+        proc = run_cli("run", str(path), "-m", model, "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    [exact] = _strict_json(out / "summary.json")["summaries"]  # type: ignore[index]
+    assert exact["errors"] == {"no_content": 1} and exact["scored"] == 2
+    assert exact["truncated"] == 1
+    assert exact["mean"] == 1.0  # both scored answers say yes
+    assert exact["mean_failures_as_wrong"] == 1 / 3  # the null reply and the cut answer count as wrong
+    assert "truncated" in proc.stdout
+    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    null = next(r for r in records if r["sample_id"] == "x0")
+    assert null["output"]["error_kind"] == "no_content" and "--max-tokens" in null["output"]["error_message"]

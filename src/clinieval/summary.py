@@ -28,35 +28,54 @@ class ScorerSummary:
     mean_failures_as_wrong: float
     unparsed: int
     errors: dict[str, int] = field(default_factory=dict)
+    truncated: int = 0
+    """Scored answers the model stopped at the token limit (``finish_reason == "length"``): scored
+    as written in ``mean``, counted as wrong in ``mean_failures_as_wrong``."""
 
     def to_dict(self) -> JSON:
         return asdict(self)
 
 
-def _per_sample(scores: list[tuple[str, Score]]) -> tuple[list[float], list[float], Counter[str], int]:
-    """Average repeats within each sample; failures are kept apart, not averaged in."""
+@dataclass(slots=True)
+class _Tally:
+    ok: list[float]
+    wrong: list[float]
+    errors: Counter[str]
+    unparsed: int
+    truncated: int
+
+
+def _per_sample(scores: list[tuple[str, Score, bool]]) -> _Tally:
+    """Average repeats within each sample; failures are kept apart, not averaged in, and a
+    truncated answer counts as wrong in the failures-as-wrong view."""
     ok: dict[str, list[float]] = defaultdict(list)
     as_wrong: dict[str, list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
-    unparsed = 0
-    for sample_id, s in scores:
+    unparsed = truncated = 0
+    for sample_id, s, cut in scores:
         if s.value is None:
             errors[str(s.metadata.get("error_kind") or "unscored")] += 1
             as_wrong[sample_id].append(0.0)
             continue
         ok[sample_id].append(s.value)
-        as_wrong[sample_id].append(s.value)
+        as_wrong[sample_id].append(0.0 if cut else s.value)
         unparsed += bool(s.metadata.get("unparsed"))
+        truncated += cut
     mean_ok = [sum(v) / len(v) for v in ok.values()]
     mean_wrong = [sum(v) / len(v) for v in as_wrong.values()]
-    return mean_ok, mean_wrong, errors, unparsed
+    return _Tally(mean_ok, mean_wrong, errors, unparsed, truncated)
+
+
+def _truncated(record: SampleRecord) -> bool:
+    return record.output is not None and record.output.ok and record.output.finish_reason == "length"
 
 
 def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> list[ScorerSummary]:
     out: list[ScorerSummary] = []
     for name in scorer_names:
-        pairs = [(r.sample.id, r.scores[name]) for r in records if name in r.scores]
-        ok, wrong, errors, unparsed = _per_sample(pairs)
+        pairs = [(r.sample.id, r.scores[name], _truncated(r)) for r in records if name in r.scores]
+        tally = _per_sample(pairs)
+        ok, wrong, errors = tally.ok, tally.wrong, tally.errors
         # No scored sample: mean and CI are both shown as NaN, "no data", rather than an error.
         lo, hi = bootstrap_ci(ok) if ok else (float("nan"), float("nan"))
         out.append(
@@ -68,8 +87,9 @@ def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> l
                 ci_low=lo,
                 ci_high=hi,
                 mean_failures_as_wrong=sum(wrong) / len(wrong) if wrong else float("nan"),
-                unparsed=unparsed,
+                unparsed=tally.unparsed,
                 errors=dict(errors),
+                truncated=tally.truncated,
             )
         )
     return out
@@ -84,8 +104,9 @@ def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
     """A rich Table (imported lazily: only the CLI renders)."""
     from rich.table import Table
 
-    table = Table(title=title, caption="fail=wrong: failed model calls counted as wrong")
-    for col in ("scorer", "n", "score", "95% CI", "fail=wrong", "unparsed", "errors"):
+    caption = "fail=wrong: failed model calls and answers cut at the token limit counted as wrong"
+    table = Table(title=title, caption=caption)
+    for col in ("scorer", "n", "score", "95% CI", "fail=wrong", "unparsed", "truncated", "errors"):
         left = col in {"scorer", "errors"}
         table.add_column(col, justify="left" if left else "right", no_wrap=col != "errors")
     for s in summaries:
@@ -98,6 +119,7 @@ def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
             "-" if none else f"{s.ci_low:.3f}-{s.ci_high:.3f}",
             f"{s.mean_failures_as_wrong:.3f}",
             str(s.unparsed),
+            str(s.truncated),
             errors,
         )
     return table

@@ -32,6 +32,9 @@ class ErrorKind(enum.StrEnum):
     BAD_REQUEST = "bad_request"
     CONTEXT_LENGTH = "context_length"
     BACKEND = "backend"
+    NO_CONTENT = "no_content"
+    """The reply held no answer text at all (``content: null``): a reasoning model that spent its
+    whole budget thinking, for instance. Not an empty answer to score: a failure to count."""
 
     @property
     def transient(self) -> bool:

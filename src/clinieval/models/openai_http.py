@@ -323,15 +323,23 @@ def _parse_generation(body: JSON, api: Api, latency: float) -> ModelOutput:
     finish = choice.get("finish_reason")
     usage = body.get("usage") or {}
     if api == "chat":
-        text = (choice.get("message") or {}).get("content") or ""
+        content = (choice.get("message") or {}).get("content")
         logprobs = _chat_logprobs(choice.get("logprobs"))
     else:
-        text = choice.get("text") or ""
+        content = choice.get("text")
         logprobs = _completion_logprobs(choice.get("logprobs"))
     if finish == "content_filter":
         return ModelOutput.failure(
             ErrorKind.CONTENT_FILTER, "the provider's content filter withheld the answer", latency
         )
+    if content is None:
+        return ModelOutput.failure(
+            ErrorKind.NO_CONTENT,
+            f"the reply held no answer text (finish_reason {finish!r}); a reasoning model may have "
+            "spent the whole budget thinking: raise --max-tokens",
+            latency,
+        )
+    text = str(content)
     return ModelOutput(
         text=text,
         prompt_tokens=usage.get("prompt_tokens"),
