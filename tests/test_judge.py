@@ -22,7 +22,14 @@ import pytest
 from clinieval.benchmarks.medalign.scoring import MedAlignRubric
 from clinieval.cache import request_key
 from clinieval.errors import UserError
-from clinieval.judge.rubric import Verdict, VerdictParseError, labelled_text, parse_score, parse_yes_no
+from clinieval.judge.rubric import (
+    Rubric,
+    Verdict,
+    VerdictParseError,
+    labelled_text,
+    parse_score,
+    parse_yes_no,
+)
 from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, JudgeResult, judge_run, read_judge_scores
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
@@ -496,3 +503,90 @@ def test_judge_behind_a_real_openai_compatible_server(llama_server: str, tmp_pat
     assert first.summary.judge_calls == 4 and first.summary.new_completion_tokens > 0
     assert len(judge_keys(run)) == 4 and second.summary.requests == 0
     assert second.scores == first.scores
+
+
+# --------------------------------------------------------------------------------------------
+# Every rubric's parser against its own prompt (small judges echo prompts), the prompt with the
+# answer filled in, and mixed or hedged replies: none of these may become a verdict.
+
+
+def _judged_record() -> SampleRecord:
+    from clinieval.types import ModelOutput, Sample
+
+    sample = Sample(
+        id="q1",
+        input="Which anticoagulant was the patient discharged on?",
+        context="DISCHARGE SUMMARY\nDischarge medications: apixaban 5 mg twice daily.",
+        choices=("Warfarin", "Apixaban", "Heparin", "Aspirin", "None"),
+        target="Apixaban 5 mg twice daily",
+        metadata={"answer": "B"},
+    )
+    return SampleRecord(sample=sample, repeat=0, messages=[], output=ModelOutput(text="B. Apixaban"))
+
+
+def _rubrics() -> list[Rubric]:
+    from clinieval.benchmarks.ehrnoteqa.scoring import ChoiceJudgeRubric, FreeTextJudgeRubric
+
+    return [ChoiceJudgeRubric(), FreeTextJudgeRubric(), MedAlignRubric()]
+
+
+@pytest.mark.parametrize("rubric", _rubrics(), ids=lambda r: type(r).__name__)
+def test_a_rubric_never_reads_a_verdict_out_of_its_own_prompt(rubric: Rubric) -> None:
+    from clinieval.benchmarks.ehrnoteqa.scoring import CHOICE_JUDGE_PROMPT, FREE_TEXT_JUDGE_PROMPT
+    from clinieval.benchmarks.medalign.scoring import REVIEW
+
+    filled = rubric.messages(_judged_record())[-1].content
+    for text in (filled, CHOICE_JUDGE_PROMPT, FREE_TEXT_JUDGE_PROMPT, REVIEW):
+        with pytest.raises(VerdictParseError):
+            rubric.parse(text)
+
+
+def test_an_echoed_prompt_is_cut_before_the_verdict_is_read() -> None:
+    from clinieval.benchmarks.ehrnoteqa.scoring import FreeTextJudgeRubric
+    from clinieval.judge.rubric import strip_echo
+
+    rubric = FreeTextJudgeRubric()
+    prompt = rubric.messages(_judged_record())[-1].content
+    reply = prompt + "\nScore: 0\nReasoning: the answer names the wrong drug."
+    assert rubric.parse(strip_echo(reply, prompt)).values == {"correct": 0.0}
+    assert strip_echo("Score: 1", prompt) == "Score: 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("No doubt, the answer is right. Yes.", True),
+        ("No way. The output picks warfarin.\nAnswer: no", False),
+        ("Yes and no: it names the drug but not the dose.", None),
+        ("yes/no", None),
+        ('I must respond "yes" or "no".', None),
+        ("Verdict: yes. On reflection, no.", None),
+        ("Respond solely with yes or no", None),
+    ],
+)
+def test_yes_no_mixed_and_hedged(text: str, expected: bool | None) -> None:
+    if expected is None:
+        with pytest.raises(VerdictParseError):
+            parse_yes_no(text)
+    else:
+        assert parse_yes_no(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Score: 1\nReasoning: right.\nScore: 0", None),  # conflicting verdicts
+        ("Score: 1\nReasoning: right.\nScore: 1", 1.0),
+        ("Score 1 if the model's answer is correct", None),  # the instruction, not a verdict
+        ("Reasoning: it is wrong.\nScore: 0", 0.0),
+        ("My final score: 1", 1.0),
+        ("between 3/5 and 4/5", None),
+    ],
+)
+def test_score_read_where_the_format_puts_it(text: str, expected: float | None) -> None:
+    high = 5 if "/5" in text else 1
+    if expected is None:
+        with pytest.raises(VerdictParseError):
+            parse_score(text, 0, high)
+    else:
+        assert parse_score(text, 0, high) == expected

@@ -208,8 +208,21 @@ _VERDICT_LABEL = re.compile(
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
 
 
+_NOT_A_VERDICT = re.compile(
+    r"^(?:no\s+(?:doubt|way|one|matter|longer|problem|question|wonder|need|worries|more|less)"
+    r"|yes\s+and|no\s+and|yes\s+or|no\s+or)\b",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(r"\b(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", re.IGNORECASE)
+_FINAL_WORD = re.compile(r"(?<![\w\"'“”‘’])(yes|no)[.!]?\s*$", re.IGNORECASE)
+
+
 def _yes_no_word(text: str) -> bool | None:
-    m = _FIRST_WORD.match(_MARKUP.sub("", text))
+    """The verdict a reply opens with: ``Yes.``, ``no, because …`` — not ``No doubt, …``."""
+    bare = _MARKUP.sub("", text).lstrip()
+    if _NOT_A_VERDICT.match(bare):
+        return None
+    m = _FIRST_WORD.match(bare)
     if m is None:
         return None
     word = m.group(1).lower()
@@ -219,16 +232,20 @@ def _yes_no_word(text: str) -> bool | None:
 def parse_yes_no(text: str) -> bool:
     """A yes/no verdict: ``Yes.``, ``no, because …``, ``**Yes**``, ``Answer: no`` and the like.
 
-    Read from the reply's first word, then from labelled lines (``Verdict: yes``) and lines that
-    are only yes or no. A "no" inside a sentence is never read as a verdict, and replies that
-    state both verdicts are a parse failure rather than a guess.
+    Read only where a verdict stands: the reply's first word (not an idiom such as "No doubt"),
+    a labelled line (``Verdict: yes``), a line that is only yes or no, or an unquoted final word.
+    A "no" inside a sentence or in quotes (an echoed instruction such as 'respond "yes" or "no"')
+    is never read; a hedge ("yes and no") or replies whose verdicts disagree are a parse failure
+    rather than a guess.
     """
     if not text.strip():
         raise VerdictParseError("empty judge output")
+    if _HEDGE.search(_MARKUP.sub("", text)):
+        raise VerdictParseError("the output hedges between yes and no")
+    found: set[bool] = set()
     first = _yes_no_word(text)
     if first is not None:
-        return first
-    found: set[bool] = set()
+        found.add(first)
     for line in text.splitlines():
         m = _VERDICT_LABEL.match(_MARKUP.sub("", line))
         candidate = m.group(1) if m else line
@@ -236,6 +253,9 @@ def parse_yes_no(text: str) -> bool:
             verdict = _yes_no_word(candidate)
             if verdict is not None:
                 found.add(verdict)
+    final = _FINAL_WORD.search(text.rstrip())
+    if final is not None:
+        found.add(final.group(1).lower() == "yes")
     if len(found) == 1:
         return found.pop()
     if found:
@@ -243,28 +263,62 @@ def parse_yes_no(text: str) -> bool:
     raise VerdictParseError("no yes/no verdict in the output")
 
 
-_SCORE_LABEL = (
-    r"\b{label}\b\s*(?:is|of|[:=])?\s*[*_`]*\s*(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?"
+_SCORE_ANCHORED = (
+    r"(?im)^[^\w\n]*{label}[*_`]*\s*(?:[:=]|is\b)\s*[*_`]*\s*"
+    r"(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?"
+)
+_SCORE_INLINE = (
+    r"(?i)\b{label}[*_`]*\s*[:=]\s*[*_`]*\s*(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?"
 )
 _FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+
+
+def _one_value(matches: list[re.Match[str]], label: str) -> re.Match[str] | None:
+    """The verdict the matches agree on; a parse failure when they disagree."""
+    if not matches:
+        return None
+    values = {(float(m.group(1)), m.group(2) and float(m.group(2))) for m in matches}
+    if len(values) > 1:
+        shown = ", ".join(repr(m.group(0).strip()) for m in matches[:3])
+        raise VerdictParseError(f"the output gives different {label}s ({shown})")
+    return matches[-1]
 
 
 def parse_score(text: str, low: float, high: float, *, label: str = "score", integral: bool = True) -> float:
     """A numeric verdict: ``Score: 4``, ``score = 3/5``, ``4 out of 5`` or ``4/5``, in range.
 
-    The labelled form wins over a bare fraction; a fraction out of anything but ``high`` and a
-    value outside [low, high] are parse failures (a 7 on a 1-5 scale is a misread, not a 5).
+    Read where the format puts it: a ``Score:`` line first, then ``score: N`` inside a line, then
+    a bare fraction. A number that merely follows the word (an echoed instruction such as
+    "Score 1 if the answer is correct") is not a verdict; verdicts that disagree, a fraction out
+    of anything but ``high`` and a value outside [low, high] are parse failures (a 7 on a 1-5
+    scale is a misread, not a 5).
     """
     if not text.strip():
         raise VerdictParseError("empty judge output")
-    m = re.search(_SCORE_LABEL.format(label=re.escape(label)), text, re.IGNORECASE)
+    m = None
+    name = re.escape(label)
+    for pattern in (_SCORE_ANCHORED.format(label=name), _SCORE_INLINE.format(label=name)):
+        m = _one_value(list(re.finditer(pattern, text)), label)
+        if m is not None:
+            break
     if m is None:
-        m = _FRACTION.search(text)
+        m = _one_value(list(_FRACTION.finditer(text)), label)
         if m is None:
             raise VerdictParseError(f"no {label} in the output")
     if m.group(2) is not None and float(m.group(2)) != high:
         raise VerdictParseError(f"{label} {m.group(0).strip()!r} is not out of {high:g}")
     return check_range(float(m.group(1)), low, high, label, integral=integral)
+
+
+def strip_echo(reply: str, prompt: str) -> str:
+    """``reply`` without an echo of ``prompt``: small models often repeat the instruction before
+    (or instead of) answering, and the instruction's own words ("Score 1 if ...", 'respond "yes"')
+    must never be read as the verdict. Whatever follows the last full echo is the reply."""
+    tail = prompt.strip()[-200:]
+    if len(tail) < 20:
+        return reply
+    at = reply.rfind(tail)
+    return reply if at < 0 else reply[at + len(tail) :]
 
 
 def labelled_text(text: str, label: str) -> str | None:
@@ -289,4 +343,5 @@ __all__ = [
     "labelled_text",
     "parse_score",
     "parse_yes_no",
+    "strip_echo",
 ]

@@ -31,13 +31,13 @@ from pathlib import Path
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_text
-from clinieval.judge.rubric import Rubric, VerdictParseError
+from clinieval.judge.rubric import Rubric, VerdictParseError, strip_echo
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.records import SampleRecord
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.runs import SCORES, RunDir
-from clinieval.types import JSON, GenerationConfig, ModelOutput, Score
+from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
 log = logging.getLogger(__name__)
 
@@ -183,14 +183,15 @@ def _check_arguments(run: RunDir, rubric: Rubric, repeats: int) -> list[SampleRe
     return records
 
 
-def _read_reply(rubric: Rubric, repeat: int, out: ModelOutput) -> _Repeat:
-    """Turn one judge reply into a repeat entry; only VerdictParseError means "unreadable"."""
+def _read_reply(rubric: Rubric, repeat: int, out: ModelOutput, prompt: Sequence[Message]) -> _Repeat:
+    """Turn one judge reply into a repeat entry; only VerdictParseError means "unreadable".
+    An echo of the prompt's last message is cut off before the rubric reads the reply."""
     entry = _Repeat(repeat=repeat, raw=out.text, finish_reason=out.finish_reason)
     if out.error_kind is not None:
         entry.error_kind = out.error_kind.value
         return entry
     try:
-        verdict = rubric.parse(out.text)
+        verdict = rubric.parse(strip_echo(out.text, prompt[-1].content) if prompt else out.text)
     except VerdictParseError as e:
         entry.error_kind, entry.parse_error = UNPARSED, str(e)
         return entry
@@ -296,7 +297,7 @@ async def judge_run(
         messages = prompts[index]
         out, asked = await cached_generate(calls, "judge", settings, messages, repeat, repeat_config)
         tally.add(out, asked)
-        entries[index].append(_read_reply(rubric, repeat, out))
+        entries[index].append(_read_reply(rubric, repeat, out, messages))
         bar.advance()
 
     try:
