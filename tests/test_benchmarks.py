@@ -73,7 +73,7 @@ def test_run_medalign_on_a_synthetic_folder(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     task = _manifest_task(out)
     assert task["name"] == "medalign-keep-recent"
-    assert task["scorers"] == ["answered", "key_facts", "key_facts_all"]
+    assert task["scorers"] == ["answered", "key_facts", "key_facts_all", "key_facts_f1"]
     [record] = _records(out)
     assert record["output"]["text"] == "The patient takes metformin."  # type: ignore[index]
 

@@ -87,14 +87,14 @@ def test_judge_then_report_from_the_command_line(arms: Path, tmp_path: Path) -> 
     report = tmp_path / "report"
     done = run_cli("medalign", "analyze", str(arms), "--out", str(report), "--resamples", "200")
     assert done.returncode == 0, done.stderr
-    assert "computed reference (key_facts)" in done.stdout
+    assert "computed reference (key_facts_f1)" in done.stdout
     result = json.loads((report / "medalign.json").read_text())
     assert set(result["views"]) == {"all", "without_errors"}
     assert sorted(result["input"]["models"]) == [
         "smollm2-135m-instruct/keep-recent",
         "smollm2-135m-instruct/refine",
     ]
-    assert "rougeL" in result["columns"]["metrics"] and "key_facts" not in result["columns"]["metrics"]
+    assert "rougeL" in result["columns"]["metrics"] and "key_facts_f1" not in result["columns"]["metrics"]
     html = (report / "medalign.html").read_text()
     assert "<svg" in html and "computed reference" in html
     assert (report / "medalign.md").read_text().startswith("# MedAlign analysis")

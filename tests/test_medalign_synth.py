@@ -519,3 +519,25 @@ def test_samples_without_usable_keys_are_a_user_error_naming_them() -> None:
         "generate",
     )
     assert KeyFactsAll().score(record("7.2 only", ["7.2", "8.1"])).value == 0.0
+
+
+def test_a_record_dump_loses_to_the_right_short_answer() -> None:
+    from clinieval.scoring.keyfacts import KEY_FACTS_F1, match_keys
+
+    keys = ["1.4", "03/02/2021", "increased"]
+    right = "The creatinine increased: 1.4 mg/dL on 03/02/2021 (from 1.1)."
+    dump = (
+        "Creatinine 0.9 mg/dL on 01/05/2019. Creatinine 1.0 mg/dL on 06/11/2019. Glucose 98 on "
+        "06/11/2019. Creatinine 1.1 mg/dL on 02/02/2020. Potassium 4.1 on 02/02/2020. Creatinine 1.4 "
+        "mg/dL on 03/02/2021. Sodium 139 on 03/02/2021. Values increased and decreased over time."
+    )
+    # recall alone cannot tell them apart: both state every key
+    assert KEY_FACTS.score(record(right, keys)).value == KEY_FACTS.score(record(dump, keys)).value == 1.0
+    # stated facts: right = {1.4, 1.1, the date} + "increased" = 4; the dump states 14
+    assert match_keys(keys, right).stated == 4 and match_keys(keys, right).precision == 0.75
+    short = KEY_FACTS_F1.score(record(right, keys)).value
+    long = KEY_FACTS_F1.score(record(dump, keys)).value
+    assert short is not None and long is not None
+    assert short == pytest.approx(2 * 0.75 / 1.75) and long < 0.5 < short
+    assert KEY_FACTS_F1.score(record("It went up.", keys)).value == 0.0  # nothing found
+    assert KEY_FACTS_F1.score(record("Creatinine increased.", keys)).value == pytest.approx(0.5)  # p 1, r 1/3

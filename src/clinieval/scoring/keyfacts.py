@@ -164,6 +164,50 @@ def find_keys(keys: Sequence[str], answer: str) -> tuple[list[str], list[str]]:
     return found, [k for k in keys if k not in found]
 
 
+@dataclass(frozen=True, slots=True)
+class KeyFactMatch:
+    """Recall, precision and their F-score of one answer against its keys.
+
+    Recall is the share of keys found. Precision asks how much of what the answer states is a key:
+    the answer's stated facts are its distinct dates and numbers (what a record dump is full of)
+    plus the word keys it states, and precision is the share of those that are keys found. An
+    answer that states no date or number and no word key has nothing wrong in it: precision 1.
+    """
+
+    found: list[str]
+    missing: list[str]
+    stated: int
+    """Distinct dates and numbers in the answer, plus the word keys found."""
+
+    @property
+    def recall(self) -> float:
+        return len(self.found) / (len(self.found) + len(self.missing))
+
+    @property
+    def precision(self) -> float:
+        return 1.0 if self.stated == 0 else min(1.0, len(self.found) / self.stated)
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def match_keys(keys: Sequence[str], answer: str) -> KeyFactMatch:
+    """Which keys ``answer`` states, and how many facts it states in all (see :class:`KeyFactMatch`)."""
+    prepared = _Answer.of(answer)
+    found = [k for k in keys if prepared.has(k)]
+    words = sum(1 for k in found if not _is_fact_key(k))
+    stated = len(prepared.dates) + len(prepared.numbers) + words
+    return KeyFactMatch(found, [k for k in keys if k not in found], stated)
+
+
+def _is_fact_key(key: str) -> bool:
+    """A date or number key (counted among the answer's dates and numbers), not a word key."""
+    k = _normalise(key)
+    return bool(_KEY_DATE.match(k) or _KEY_NUMBER.match(k))
+
+
 def parse_keys(raw: object, where: str) -> list[str]:
     """Answer keys from a list of strings or that list JSON-encoded (as a CSV cell holds it); a
     UserError starting with ``where`` for anything else, an empty list included."""
@@ -227,7 +271,35 @@ class KeyFactsAll(KeyFacts):
     require_all: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class KeyFactsF1:
+    """The F-score of key-fact recall and precision (``key_facts_f1``): an answer that copies the
+    record states every key but is mostly other dates and numbers, and scores low; the right short
+    answer scores 1. Recall and precision are kept in the metadata."""
+
+    name: str = "key_facts_f1"
+    needs: Needs = "generate"
+    needs_choices: bool = False
+
+    def score(self, record: SampleRecord) -> Score:
+        keys = answer_keys(record.sample, self.name)
+        out = generated_output(record, self.name)
+        if not out.ok:
+            return failed_score(out.error_kind, out.error_message)
+        m = match_keys(keys, out.text)
+        return Score(
+            value=m.f1,
+            explanation=(
+                f"{len(m.found)} of {len(keys)} key facts found among {m.stated} stated facts "
+                f"(recall {m.recall:.2f}, precision {m.precision:.2f})"
+            ),
+            metadata={"found": m.found, "missing": m.missing, "recall": m.recall, "precision": m.precision},
+        )
+
+
 KEY_FACTS = KeyFacts()
 KEY_FACTS_ALL = KeyFactsAll()
-KEYFACTS_SCORERS: tuple[KeyFacts, ...] = (KEY_FACTS, KEY_FACTS_ALL)
-"""The two key-fact scorers, for a registry: ``key_facts`` (share found), ``key_facts_all`` (all or 0)."""
+KEY_FACTS_F1 = KeyFactsF1()
+KEYFACTS_SCORERS: tuple[KeyFacts | KeyFactsF1, ...] = (KEY_FACTS, KEY_FACTS_ALL, KEY_FACTS_F1)
+"""The key-fact scorers: ``key_facts`` (share found), ``key_facts_all`` (all or 0) and
+``key_facts_f1`` (recall and precision together, which does not reward copying the record)."""

@@ -96,9 +96,9 @@ async def _run_arms(
         for strategy in plan.strategies:
             path = plan.out / "arms" / arm_dir_name(spec, strategy)
             result = await run_strategy_arm(samples, spec, strategy, path, settings, data_files)
-            facts = next((s for s in result.run.summaries if s.scorer == "key_facts"), None)
+            facts = next((s for s in result.run.summaries if s.scorer == "key_facts_f1"), None)
             score = "-" if facts is None or not facts.scored else f"{facts.mean:.3f}"
-            lines.append(f"arm {result.label}: key_facts {score}; {result.run.stats_line}")
+            lines.append(f"arm {result.label}: key_facts_f1 {score}; {result.run.stats_line}")
             arms.append(path)
     return arms
 
@@ -124,8 +124,8 @@ def _report(plan: DemoPlan, arms: list[Path]) -> list[str]:
     from clinieval.benchmarks.medalign import table as mt
 
     read = [mt.arm_of(p) for p in arms]
-    table = mt.arms_table(read, mt.reference_judgements(read, "key_facts"), plan.out)
-    _, written = mt.report(table, "computed reference (key_facts)", "key_facts", plan.out / "report")
+    table = mt.arms_table(read, mt.reference_judgements(read, "key_facts_f1", "key_facts_all"), plan.out)
+    _, written = mt.report(table, "computed reference (key_facts_f1)", "key_facts_f1", plan.out / "report")
     return ["report: " + ", ".join(str(p) for p in written)]
 
 

@@ -44,6 +44,7 @@ ANALYSIS_METRICS = (
     "judge_correct",
     "judge_score",
     "key_facts",
+    "key_facts_f1",
 )
 """Score columns the report compares with the reference ranking, when the table has them."""
 
@@ -169,12 +170,12 @@ def read_reviews(path: Path) -> dict[tuple[str, str], list[dict[str, object]]]:
 
 
 def reference_judgements(
-    arms: Sequence[ArmScores], column: str
+    arms: Sequence[ArmScores], column: str, correct_column: str | None = None
 ) -> dict[tuple[str, str], list[dict[str, object]]]:
-    """A computed reference in place of clinicians: correct = every key found (``<column>_all``
-    when present, else value == 1); rank = the arms ranked by ``column`` per instruction (ties
-    share the average rank). Unscored answers (failed calls) count as 0, the paper's rule for
-    provider errors."""
+    """A computed reference in place of clinicians: correct = ``correct_column`` (default
+    ``<column>_all`` when present, else value == 1), e.g. every key found; rank = the arms ranked
+    by ``column`` per instruction (ties share the average rank). Unscored answers (failed calls)
+    count as 0, the paper's rule for provider errors."""
     from scipy.stats import rankdata
 
     out: dict[tuple[str, str], list[dict[str, object]]] = {}
@@ -182,7 +183,12 @@ def reference_judgements(
         values = [_value(arm, column, iid) for arm in arms]
         ranks = rankdata([-v for v in values], method="average")
         for arm, v, rank in zip(arms, values, ranks, strict=True):
-            correct = _value(arm, f"{column}_all", iid) if f"{column}_all" in arm.scores else float(v == 1.0)
+            if correct_column is not None and correct_column in arm.scores:
+                correct = _value(arm, correct_column, iid)
+            elif f"{column}_all" in arm.scores:
+                correct = _value(arm, f"{column}_all", iid)
+            else:
+                correct = float(v == 1.0)
             out[(iid, arm.label)] = [{"rank": float(rank), "correct": correct, "rater": None}]
     return out
 

@@ -122,12 +122,13 @@ def arm_label(model_spec: str, strategy: str) -> str:
 
 
 def medalign_scorers(samples: Sequence[Sample]) -> list[Scorer]:
-    """``answered`` always; key-fact recall when every sample carries answer keys (synthetic sets)."""
+    """``answered`` always; key facts when every sample carries answer keys (synthetic sets):
+    recall, all-or-nothing, and the F-score with precision that the computed reference uses."""
     scorers: list[Scorer] = [Answered()]
     if samples and all(s.metadata.get("answer_keys") for s in samples):
-        from clinieval.scoring.keyfacts import KeyFacts, KeyFactsAll
+        from clinieval.scoring.keyfacts import KeyFacts, KeyFactsAll, KeyFactsF1
 
-        scorers += [KeyFacts(), KeyFactsAll()]
+        scorers += [KeyFacts(), KeyFactsAll(), KeyFactsF1()]
     return scorers
 
 
