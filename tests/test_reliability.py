@@ -41,14 +41,15 @@ def test_a_rerun_after_an_outage_asks_the_failed_items_again(tmp_path: Path) -> 
         assert first.returncode == 0, first.stderr
         assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
         summary = _strict_json(out / "summary.json")
-        assert summary["run"] == {"retried": 0, "transient_failures_left": 2}  # type: ignore[index]
+        assert summary["run"] == {"retried": 0, "transient_failures_left": 2, "changed": 0, "removed": 0}  # type: ignore[index]
         asked_before = len(server.log.received)
         second = run_cli(*args)
         assert second.returncode == 0, second.stderr
         assert len(server.log.received) - asked_before == 2
     assert "2 new (2 asked again after a transient failure), 1 resumed of 3" in second.stdout
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
-    assert _strict_json(out / "summary.json")["run"] == {"retried": 2, "transient_failures_left": 0}  # type: ignore[index]
+    run_info = _strict_json(out / "summary.json")["run"]  # type: ignore[index]
+    assert run_info == {"retried": 2, "transient_failures_left": 0, "changed": 0, "removed": 0}
     latest = {}
     for line in (out / "samples.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -301,3 +302,34 @@ def test_null_content_is_a_failure_and_truncation_is_counted(tmp_path: Path) -> 
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     null = next(r for r in records if r["sample_id"] == "x0")
     assert null["output"]["error_kind"] == "no_content" and "--max-tokens" in null["output"]["error_message"]
+
+
+def test_a_rerun_over_changed_data_stops_unless_asked_to_rerun_the_changes(tmp_path: Path) -> None:
+    def write(inputs: list[str]) -> Path:
+        path = tmp_path / "items.jsonl"
+        rows = [{"id": f"x{i}", "input": text, "target": "ok"} for i, text in enumerate(inputs)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    out = tmp_path / "run"
+    with FaultServer(answer="ok") as server:
+        model = f"openai:{server.url}@fault"
+        data = write(["q0", "q1", "q2"])
+        args = ["run", str(data), "-m", model, "--out", str(out), "--no-progress"]
+        assert run_cli(*args).returncode == 0
+        write(["q0", "q1 edited", "q2 edited"])  # same ids, new content
+        refused = run_cli(*args)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert f"{data}: sample 'x1' (and 1 more) changed since it was recorded" in refused.stderr
+        asked = len(server.log.received)
+        again = run_cli(*args, "--rerun-changed")
+        assert again.returncode == 0, again.stderr
+        assert [p.strip() for p in server.log.received[asked:]] == ["q1 edited", "q2 edited"]  # the changed
+        assert "2 new (2 asked again because their sample changed), 1 resumed of 3" in again.stdout
+        assert run_cli(*args).returncode == 0  # now the run matches its data again
+        write(["q0", "q1 edited"])  # x2 removed from the data
+        fewer = run_cli(*args)
+    assert fewer.returncode == 0, fewer.stderr
+    assert "1 recorded samples are no longer in the data and are left out" in fewer.stdout
+    summary = _strict_json(out / "summary.json")
+    assert summary["run"]["removed"] == 1 and summary["summaries"][0]["samples"] == 2  # type: ignore[index]

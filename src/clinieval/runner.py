@@ -9,14 +9,16 @@ that were in flight.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from clinieval.cache import RequestCache, request_key
+from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.records import SampleRecord
 from clinieval.runs import RunDir, append_record
@@ -37,6 +39,10 @@ class RunStats:
     cache_hits: int
     requests: int
     elapsed_s: float
+    changed: int = 0
+    """Items asked again because their sample changed since they were recorded (--rerun-changed)."""
+    removed: int = 0
+    """Recorded samples no longer in the data: kept in the file, left out of every summary."""
 
     @property
     def items_per_s(self) -> float:
@@ -244,6 +250,24 @@ def _step_json(index: int, messages: list[Message], out: ModelOutput, *, kept_pr
     }
 
 
+def changed_samples(samples: Sequence[Sample], records: Iterable[SampleRecord]) -> list[str]:
+    """Ids of samples whose content (input, context, choices, targets, metadata) differs from the
+    sample a record holds: the data changed under a run, and its old answers no longer belong to
+    it. Compared as JSON, the form a record keeps."""
+    current = {s.id: s for s in samples}
+    seen: dict[str, str] = {}
+    out: list[str] = []
+    for record in records:
+        sid = record.sample.id
+        now = current.get(sid)
+        if now is None or sid in seen:
+            continue
+        text = seen[sid] = json.dumps(now.to_dict(), sort_keys=True, ensure_ascii=False)
+        if json.dumps(record.sample.to_dict(), sort_keys=True, ensure_ascii=False) != text:
+            out.append(sid)
+    return out
+
+
 def pending_items(
     samples: list[Sample], repeats: int, done: set[tuple[str, int]]
 ) -> list[tuple[Sample, int]]:
@@ -259,6 +283,7 @@ async def execute(
     repeats: int = 1,
     concurrency: int | None = None,
     progress: bool = True,
+    rerun_changed: bool = False,
 ) -> RunStats:
     """Evaluate every (sample, repeat) not yet done in ``run``; return what was done.
 
@@ -266,9 +291,20 @@ async def execute(
     transiently (rate limit, 5xx, timeout, dropped connection) is asked again, and the new record
     supersedes it (:meth:`RunDir.records` keeps the latest per key)."""
     latest = {r.key: r for r in run.iter_records()}
-    done = {key for key, r in latest.items() if not r.transient_failure}
+    changed = changed_samples(samples, latest.values())
+    if changed and not rerun_changed:
+        where = task.data_files[0] if task.data_files else f"task {task.name}"
+        raise UserError(
+            f"{where}: sample {changed[0]!r} (and {len(changed) - 1} more) changed since it was recorded "
+            f"in {run.path}; run with --rerun-changed to ask exactly the changed samples again, or "
+            "use another --out"
+        )
+    stale = set(changed)
+    done = {key for key, r in latest.items() if not r.transient_failure and key[0] not in stale}
     todo = pending_items(samples, repeats, done)
-    retried = sum(1 for s, r in todo if (s.id, r) in latest)
+    retried = sum(1 for s, r in todo if (s.id, r) in latest and s.id not in stale)
+    wanted = {s.id for s in samples}
+    removed = len({sid for sid, _ in latest} - wanted)
     total = len(samples) * repeats
     cache = run.cache()
     calls = CachedCalls(model, cache)
@@ -298,6 +334,8 @@ async def execute(
         already_done=len(done),
         finished=finished,
         retried=retried,
+        changed=sum(1 for s, r in todo if s.id in stale),
+        removed=removed,
         cache_hits=cache.hits,
         requests=calls.requests,
         elapsed_s=time.perf_counter() - start,

@@ -34,6 +34,7 @@ class RunRequest:
     concurrency: int | None = None
     overwrite: bool = False
     progress: bool = True
+    rerun_changed: bool = False
 
 
 @dataclass(slots=True)
@@ -45,7 +46,13 @@ class RunResult:
     @property
     def stats_line(self) -> str:
         s = self.stats
-        again = f" ({s.retried} asked again after a transient failure)" if s.retried else ""
+        notes = [
+            f"{s.retried} asked again after a transient failure" if s.retried else "",
+            f"{s.changed} asked again because their sample changed" if s.changed else "",
+        ]
+        again = "".join(f" ({n})" for n in notes if n)
+        if s.removed:
+            again += f"; {s.removed} recorded samples are no longer in the data and are left out"
         return (
             f"{s.finished} new{again}, {s.already_done} resumed of {s.total}; {s.requests} model requests, "
             f"{s.cache_hits} cache hits; {s.elapsed_s:.1f}s ({s.items_per_s:.2f} items/s)"
@@ -88,6 +95,7 @@ async def run_evaluation(req: RunRequest) -> RunResult:
             repeats=req.repeats,
             concurrency=req.concurrency,
             progress=req.progress,
+            rerun_changed=req.rerun_changed,
         )
     finally:
         await req.model.aclose()
@@ -95,7 +103,12 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     records = [r for r in run.records() if r.sample.id in wanted and r.repeat < req.repeats]
     summaries = summarize(records, [s.name for s in req.task.scorers])
     left = sum(1 for r in records if r.transient_failure)
-    run_info = {"retried": stats.retried, "transient_failures_left": left}
+    run_info = {
+        "retried": stats.retried,
+        "transient_failures_left": left,
+        "changed": stats.changed,
+        "removed": stats.removed,
+    }
     atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries], "run": run_info})
     # complete only when every item has a record and none of them waits to be asked again
     complete = len(records) == len(samples) * req.repeats and left == 0
@@ -115,6 +128,7 @@ class ArmSettings:
     concurrency: int | None = None
     overwrite: bool = False
     progress: bool = True
+    rerun_changed: bool = False
 
 
 async def run_arm(task: Task, model_spec: str, out: Path, settings: ArmSettings) -> RunResult:
@@ -131,5 +145,6 @@ async def run_arm(task: Task, model_spec: str, out: Path, settings: ArmSettings)
         concurrency=settings.concurrency,
         overwrite=settings.overwrite,
         progress=settings.progress,
+        rerun_changed=settings.rerun_changed,
     )
     return await run_evaluation(request)

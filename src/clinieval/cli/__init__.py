@@ -117,6 +117,9 @@ def run(
     n_ctx: NCtx = 4096,
     allow_host: AllowHost = None,
     overwrite: Annotated[bool, typer.Option(help="discard a different run at --out")] = False,
+    rerun_changed: Annotated[
+        bool, typer.Option(help="ask again exactly the samples whose data changed since they were recorded")
+    ] = False,
     progress: ShowProgress = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -147,6 +150,7 @@ def run(
         concurrency=concurrency,
         overwrite=overwrite,
         progress=progress,
+        rerun_changed=rerun_changed,
         default_out=lambda fp: Path("runs") / f"{slug(the_task.name)}-{slug(the_model.name)}-{fp[:8]}",
     )
     result = asyncio.run(run_evaluation(request))
