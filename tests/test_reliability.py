@@ -260,7 +260,12 @@ def test_a_failing_item_stops_the_other_workers_before_the_files_close(tmp_path:
                 raise RuntimeError("scorer bug")
             return ExactMatch().score(record)
 
-    samples = [Sample(id="boom", input="q0"), *(Sample(id=f"s{i}", input=f"q{i}") for i in range(1, 4))]
+    # "boom" is answered at once; the others hang at the server (5 s), so they are in flight when
+    # the scorer raises, whatever order the requests arrive in
+    samples = [
+        Sample(id="boom", input="q0"),
+        *(Sample(id=f"s{i}", input=f"q{i} FAULT:HANGx1") for i in range(1, 4)),
+    ]
     task = Task(name="t", load=lambda: samples, prompt=PromptTemplate(user="{input}"), scorers=[Explodes()])
     run = RunDir.create_or_resume(tmp_path / "run", build_manifest({"t": 1}, []))
 
@@ -269,13 +274,12 @@ def test_a_failing_item_stops_the_other_workers_before_the_files_close(tmp_path:
         try:
             with pytest.raises(RuntimeError, match="scorer bug"):
                 await execute(task, model, run, samples, concurrency=4, progress=False)
-            server.release()  # the held requests now answer: a worker still alive would write
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # a worker still alive would be waiting on its request here
             return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         finally:
             await model.aclose()
 
-    with FaultServer(answer="ok", hold_after=1) as server:
+    with FaultServer(answer="ok") as server:
         left = asyncio.run(scenario(server))
     assert left == []
     assert run.records() == []  # the only answered item raised before it was written
