@@ -5,6 +5,8 @@ requests carrying that prompt fail that way, then answers normally:
   429, 500      HTTP status (429 sends Retry-After: 0)
   HANG          sleeps longer than any client timeout in the tests
   DROP          closes the connection without answering
+  BADJSON       HTTP 200 whose body is not JSON
+  NOCHOICES     HTTP 200 whose ``choices`` list is empty
   FILTER        HTTP 400 with Azure's content-filter error body (every time)
   FILTERFINISH  HTTP 200 whose finish_reason is content_filter (every time)
   NULL          HTTP 200 whose message content is null, as a reasoning model's (every time)
@@ -81,7 +83,9 @@ class FaultServer:
                 server.handle(self, body)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_raw(status, json.dumps(payload).encode(), headers)
+
+            def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -147,6 +151,10 @@ class FaultServer:
             elif kind == "DROP":
                 h.close_connection = True
                 h.connection.shutdown(socket.SHUT_RDWR)
+            elif kind == "BADJSON":
+                h._send_raw(200, b'{"choices": [{"message": ')
+            elif kind == "NOCHOICES":
+                h._send(200, {"id": "x", "object": "chat.completion", "choices": []})
             return
         if self.delay_s:
             time.sleep(self.delay_s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,30 @@ def test_query_string_of_azure_style_urls_is_kept_last() -> None:
 
         out = asyncio.run(go())
     assert out.ok and out.text == "yes"
+
+
+def test_a_malformed_body_is_a_transient_server_error_retried_until_answered() -> None:
+    with FaultServer() as server:
+        [out] = ask(server, ["q FAULT:BADJSONx2"])
+    assert out.ok and out.text == "yes"
+    assert server.log.seen["q FAULT:BADJSONx2"] == 3  # two malformed bodies, then the answer
+
+
+def test_empty_choices_is_recorded_as_a_server_error_and_never_cached(tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps({"id": "a", "input": "q FAULT:NOCHOICESx1", "target": "yes"}) + "\n")
+    out = tmp_path / "run"
+    with FaultServer() as server:
+        args = ["run", str(data), "-m", f"openai:{server.url}@fault", "--out", str(out), "--no-progress"]
+        first = run_cli(*args)
+        second = run_cli(*args)  # transient and not cached: asked again, and answered this time
+    record = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
+    failed = record["output"]
+    assert failed["error_kind"] == "server_error" and "unexpected response" in failed["error_message"]
+    assert first.returncode == 1 and second.returncode == 0, (first.stderr, second.stderr)
+    assert "1 new (1 asked again after a transient failure)" in second.stdout
+    assert sum(server.log.seen.values()) == 2  # one empty reply, then one answer
