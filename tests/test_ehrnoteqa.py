@@ -4,6 +4,7 @@ verdict parsing, and the analysis on hand-built arms with hand-computed values."
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import json
 import re
@@ -449,3 +450,33 @@ def test_stability_takes_the_mode_met_first_as_ehrnoteqa_does() -> None:
     assert st["gold_rule"] == "first" and st["tied_modes"] == ["B", "C"]
     assert st["gold_rank"] == {"A": 1.0, "B": 3.0, "C": 2.0}
     assert st["instability"] == {"A": 0.0, "B": 4.0, "C": 2.0}
+
+
+def test_question_cis_resample_a_patients_questions_together() -> None:
+    from clinieval.analysis.uncertainty import bootstrap_ci, cluster_bootstrap_ci
+    from clinieval.benchmarks.ehrnoteqa.analysis import judge_item_means
+
+    a, b, c = _arms()
+    result = analyze_arms([a, b, c])["formats"]["mc"]["per_model"]
+    # no patient known: questions are resampled one by one
+    letters_b = result["B"]["letter_extract"]
+    assert letters_b["ci_resamples"] == "question"
+    assert letters_b["ci"] == list(bootstrap_ci([100.0, 100.0, 0.0, 0.0]))  # item 4 failed: 0
+    # the judge's CI is over per-question means of its repeats, not over repeats
+    means = judge_item_means(c)
+    assert means == {"1": 1.0, "2": 1.0, "3": 0.4, "4": 0.0}
+    assert result["C"]["judge"]["ci"] == list(bootstrap_ci([100.0, 100.0, 40.0, 0.0]))
+    # with patients known (questions 1-2 of one patient, 3-4 of another), whole patients are drawn
+    patients = {"1": "p1", "2": "p1", "3": "p2", "4": "p2"}
+    for arm in (a, b, c):
+        arm.items = {i: dataclasses.replace(item, patient=patients[i]) for i, item in arm.items.items()}
+    clustered = analyze_arms([a, b, c])["formats"]["mc"]["per_model"]["B"]["letter_extract"]
+    assert clustered["ci_resamples"] == "patient"
+    assert clustered["ci"] == list(cluster_bootstrap_ci([100.0, 100.0, 0.0, 0.0], ["p1", "p1", "p2", "p2"]))
+    assert clustered["ci"] == [0.0, 100.0]  # two patients, all or nothing each
+    md = render_markdown(analyze_arms([a, b, c]))
+    assert "a patient's questions resampled together" in md and "[95% CI]" in md
+    for arm in (a, b, c):
+        arm.items = {i: dataclasses.replace(item, patient="p1") for i, item in arm.items.items()}
+    one = analyze_arms([a, b, c])["formats"]["mc"]["per_model"]["B"]["letter_extract"]
+    assert one["ci"] is None and one["ci_undefined"] == "every question is about one patient"

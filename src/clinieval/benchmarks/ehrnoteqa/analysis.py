@@ -47,6 +47,7 @@ class Item:
     level: int | None
     num_notes: int | None
     category: str | None
+    patient: str | None = None
 
     def group(self, by: str) -> str | None:
         value = getattr(self, by)
@@ -84,6 +85,7 @@ def _item(sample: Any) -> Item:
         None if level is None else int(level),
         None if num is None else int(num),
         None if category in (None, "") else str(category),
+        None if meta.get("patient_id") in (None, "") else str(meta["patient_id"]),
     )
 
 
@@ -191,9 +193,48 @@ def mode_value(arm: ArmAnswers, mode: str, item: str) -> float | None:
     return 0.0 if v is None else float(v)
 
 
-def _mode_accuracy(arm: ArmAnswers, mode: str, items: Sequence[str]) -> JSON:
-    xs = [v for i in items if (v := mode_value(arm, mode, i)) is not None]
-    return {"score": _pct(xs), "n": len(xs), "undecided": len(items) - len(xs)}
+def _mode_accuracy(arm: ArmAnswers, mode: str, items: Sequence[str], *, with_ci: bool = False) -> JSON:
+    decided = [i for i in items if mode_value(arm, mode, i) is not None]
+    xs = [v for i in decided if (v := mode_value(arm, mode, i)) is not None]
+    out: JSON = {"score": _pct(xs), "n": len(xs), "undecided": len(items) - len(xs)}
+    if with_ci:
+        out.update(question_interval(arm, decided, [100.0 * x for x in xs]))
+    return out
+
+
+def judge_item_means(arm: ArmAnswers) -> dict[str, float]:
+    """Each answer's judge score averaged over its parsed repeats (0 for a failed answer): the
+    per-question values a between-question interval rests on (repeats are judge noise, not
+    more questions)."""
+    out: dict[str, float] = {}
+    for item in arm.items:
+        if item in arm.answer_failed:
+            out[item] = 0.0
+            continue
+        xs = [v for v in (arm.verdicts or {}).get(item, []) if v is not None]
+        if xs:
+            out[item] = statistics.fmean(xs)
+    return out
+
+
+def question_interval(arm: ArmAnswers, items: Sequence[str], values: Sequence[float]) -> JSON:
+    """A 95 % bootstrap CI over questions; when every question names its patient, a patient's
+    questions are resampled together (they share notes, so they are not independent)."""
+    from clinieval.analysis.uncertainty import bootstrap_ci, cluster_bootstrap_ci
+
+    if len(values) < 2:
+        return {"ci": None, "ci_resamples": None}
+    patients = [arm.items[i].patient for i in items]
+    if all(p is not None for p in patients):
+        if len(set(patients)) < 2:
+            why = "every question is about one patient"
+            return {"ci": None, "ci_resamples": "patient", "ci_undefined": why}
+        lo, hi = cluster_bootstrap_ci(values, patients)
+        unit = "patient"
+    else:
+        lo, hi = bootstrap_ci(values)
+        unit = "question"
+    return {"ci": [lo, hi], "ci_resamples": unit}
 
 
 def _judge_stats(arm: ArmAnswers) -> JSON:
@@ -208,10 +249,12 @@ def _judge_stats(arm: ArmAnswers) -> JSON:
             for v in row
             if v is None
         )
+    means = judge_item_means(arm)
     return {
         "per_repeat": per,
         "mean": statistics.fmean(xs) if xs else None,
         "sd": statistics.stdev(xs) if len(xs) >= 2 else None,
+        **question_interval(arm, list(means), [100.0 * v for v in means.values()]),
         "repeats": arm.judge_repeats,
         "unscored_verdicts": unread,
         "answer_failures": len(arm.answer_failed),
@@ -374,7 +417,8 @@ def _format_section(arms: Sequence[ArmAnswers], fmt: str) -> JSON:
             if mode == JUDGE:
                 entry[JUDGE] = _judge_stats(arm) if arm.verdicts is not None else None
             else:
-                entry[mode] = _mode_accuracy(arm, mode, list(arm.items)) if mode in arm.modes else None
+                known = mode in arm.modes
+                entry[mode] = _mode_accuracy(arm, mode, list(arm.items), with_ci=True) if known else None
         if fmt == "mc" and "letter_extract" in arm.modes:
             entry["unparsed_letters"] = arm.unparsed_letters
         per_model[arm.label] = entry

@@ -32,11 +32,17 @@ def _score(value: Any) -> str:
     return md_number(value, 1)
 
 
+def _ci_text(entry: JSON | None) -> str:
+    ci = (entry or {}).get("ci")
+    return "" if not ci or ci[0] is None else f" [{ci[0]:.1f}–{ci[1]:.1f}]"
+
+
 def _judge_cell(j: JSON | None) -> str:
     if not j or j.get("mean") is None:
         return "—"
     sd = j.get("sd")
-    return f"{j['mean']:.1f} ± {sd:.2f}" if sd is not None else f"{j['mean']:.1f}"
+    cell = f"{j['mean']:.1f} ± {sd:.2f}" if sd is not None else f"{j['mean']:.1f}"
+    return cell + _ci_text(j)
 
 
 def _model_rows(section: JSON) -> tuple[list[str], list[list[str]]]:
@@ -44,7 +50,7 @@ def _model_rows(section: JSON) -> tuple[list[str], list[list[str]]]:
     header = [
         "model",
         "answered",
-        *[_mode(m) + (" (mean ± SD over repeats)" if m == "judge" else "") for m in modes],
+        *[_mode(m) + (" (mean ± SD over repeats)" if m == "judge" else "") + " [95% CI]" for m in modes],
     ]
     rows = []
     for label in section["models"]:
@@ -53,7 +59,9 @@ def _model_rows(section: JSON) -> tuple[list[str], list[list[str]]]:
         row = [label, f"{entry['items'] - fails}/{entry['items']}"]
         for m in modes:
             row.append(
-                _judge_cell(entry.get(m)) if m == "judge" else _score((entry.get(m) or {}).get("score"))
+                _judge_cell(entry.get(m))
+                if m == "judge"
+                else _score((entry.get(m) or {}).get("score")) + _ci_text(entry.get(m))
             )
         rows.append(row)
     return header, rows
@@ -130,7 +138,20 @@ def _breakdown_blocks(name: str, b: JSON | None, section: JSON) -> list[Block]:
 
 def _section(fmt: str, section: JSON) -> Section:
     header, rows = _model_rows(section)
-    blocks: list[Block] = [Table(header, rows)]
+    units = {
+        (section["per_model"][m].get(mode) or {}).get("ci_resamples")
+        for m in section["models"]
+        for mode in section["modes"]
+    } - {None}
+    how = "a patient's questions resampled together" if units == {"patient"} else "questions resampled"
+    blocks: list[Block] = [
+        Table(header, rows),
+        Paragraph(
+            f"95% CIs: bootstrap over questions ({how}); the judge's repeats are averaged per "
+            "question first, so its CI is sampling error over questions, while the SD is judge noise.",
+            style="note",
+        ),
+    ]
     if "judge" in section["modes"]:
         n = max(
             (
