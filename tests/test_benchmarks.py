@@ -114,8 +114,11 @@ def test_run_ehrnoteqa_with_a_benchmark_scorer(tmp_path: Path) -> None:
     assert "letter_extract" in json.dumps(summary) and "1.0" in json.dumps(summary)
 
 
-def test_run_ehrnoteqa_needs_data() -> None:
+def test_run_ehrnoteqa_needs_data(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("run", "ehrnoteqa"), "ehrnoteqa needs --data")
+    assert_one_line_error(
+        run_cli("run", "ehrnoteqa", "--data", str(tmp_path)), "expected qa.jsonl and discharge.csv"
+    )
 
 
 def test_run_a_jsonl_file_and_refuse_a_split_on_it(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ class EHRNoteQA(BenchmarkBase):
     def task(self, request: TaskRequest) -> Task:
         """The multiple-choice arm over ``--data``: a jsonl with the notes inline, or a folder with
         ``qa.jsonl`` and ``discharge.csv`` (or ``.csv.gz``), as ``clinieval ehrnoteqa demo`` writes."""
-        from clinieval.benchmarks.ehrnoteqa.data import DEFAULT_LEVEL_TOKENIZER, load_inline, load_physionet
+        from clinieval.benchmarks.ehrnoteqa.data import load_folder, load_inline
         from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, ehrnoteqa_task
 
         if request.split is not None:
@@ -37,17 +37,7 @@ class EHRNoteQA(BenchmarkBase):
                 "ehrnoteqa needs --data: a jsonl with the notes inline, or a folder with qa.jsonl and "
                 "discharge.csv (`clinieval ehrnoteqa demo` writes one)"
             )
-        if data.is_dir():
-            notes = next(
-                (data / n for n in ("discharge.csv", "discharge.csv.gz") if (data / n).is_file()), None
-            )
-            if notes is None or not (data / "qa.jsonl").is_file():
-                raise UserError(
-                    f"--data {data}: expected qa.jsonl and discharge.csv (or discharge.csv.gz) in it"
-                )
-            loaded = load_physionet(data / "qa.jsonl", notes, tokenizer=DEFAULT_LEVEL_TOKENIZER)
-        else:
-            loaded = load_inline(data, tokenizer=DEFAULT_LEVEL_TOKENIZER)
+        loaded = load_folder(data) if data.is_dir() else load_inline(data)
         task = ehrnoteqa_task(loaded.samples, "mc", EHRNoteQASettings(), loaded.files)
         return own_scorers(task, request)
 

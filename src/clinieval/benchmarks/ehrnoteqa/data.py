@@ -180,6 +180,22 @@ def _place(
         out.samples.append(_sample(q, notes, num_notes, tokens, level, out.tokenizer))
 
 
+QA_FILE = "qa.jsonl"
+NOTES_FILE = "discharge.csv"
+"""A set as one folder: the QA jsonl beside the notes (``.csv`` or ``.csv.gz``), the layout
+``clinieval ehrnoteqa demo`` writes and ``clinieval run ehrnoteqa --data FOLDER`` reads."""
+
+
+def load_folder(
+    folder: Path, *, tokenizer: str = DEFAULT_LEVEL_TOKENIZER, levels: Collection[int] | None = None
+) -> LoadedSet:
+    """:func:`load_physionet` over a folder holding :data:`QA_FILE` and :data:`NOTES_FILE`."""
+    notes = next((n for n in (folder / NOTES_FILE, folder / f"{NOTES_FILE}.gz") if n.is_file()), None)
+    if notes is None or not (folder / QA_FILE).is_file():
+        raise UserError(f"{folder}: expected {QA_FILE} and {NOTES_FILE} (or {NOTES_FILE}.gz) in it")
+    return load_physionet(folder / QA_FILE, notes, tokenizer=tokenizer, levels=levels)
+
+
 def load_physionet(
     qa: Path,
     notes: Path,

@@ -44,7 +44,7 @@ class DemoPlan:
 async def run_demo(plan: DemoPlan) -> list[str]:
     """Build, run, judge and analyse; return the lines to print (the report last)."""
     from clinieval.benchmarks.ehrnoteqa.analysis import analyze_runs
-    from clinieval.benchmarks.ehrnoteqa.data import load_physionet
+    from clinieval.benchmarks.ehrnoteqa.data import load_folder
     from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
     from clinieval.benchmarks.ehrnoteqa.report import render_markdown, write_report
     from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
@@ -55,7 +55,7 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     built = build_synthetic_set(
         data, patients=plan.patients, seed=plan.seed, per_patient=plan.per_patient, overwrite=True
     )
-    loaded = load_physionet(data / "qa.jsonl", data / "discharge.csv")
+    loaded = load_folder(data)
     lines = [f"synthetic set: {built.describe()}", f"loaded: {loaded.describe()}"]
     backend = BackendOptions(n_ctx=DEMO_N_CTX)
     settings = EHRNoteQASettings(

@@ -25,25 +25,13 @@ class MedAlign(BenchmarkBase):
         """One arm under the paper's keep-recent budget over ``--data``: the release folder, or a
         folder with ``instructions.csv`` and ``ehrs/`` (what ``clinieval medalign demo`` writes).
         ``clinieval medalign run`` runs several models and strategies as arms."""
-        from clinieval.benchmarks.medalign.data import RESPONSES_FILE, load_generic, load_release
+        from clinieval.benchmarks.medalign.data import load_folder
         from clinieval.benchmarks.medalign.task import MedAlignSettings, StrategyOptions, medalign_task
         from clinieval.datasets import find_dataset_dir
 
         if request.split is not None:
             raise UserError("--split does not apply to medalign")
-        root = find_dataset_dir(self.name, request.data)
-        if (root / RESPONSES_FILE).is_file():
-            samples, files = load_release(root), [root / RESPONSES_FILE]
-        elif (root / "instructions.csv").is_file():
-            samples, files = (
-                load_generic(root / "instructions.csv", root / "ehrs"),
-                [root / "instructions.csv"],
-            )
-        else:
-            raise UserError(
-                f"{root}: neither the MedAlign release ({RESPONSES_FILE} and ehrs/) nor a folder with "
-                "instructions.csv and ehrs/; pass --data FOLDER (`clinieval medalign demo` writes one)"
-            )
+        samples, files = load_folder(find_dataset_dir(self.name, request.data))
         fit = StrategyOptions(tokenizer=request.budget_tokenizer, max_context=request.max_context)
         settings = MedAlignSettings(strategy=fit)
         task = medalign_task(samples, "keep-recent", settings, files)

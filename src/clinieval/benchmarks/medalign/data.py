@@ -21,6 +21,10 @@ from clinieval.fsutil import inside
 from clinieval.types import Sample
 
 RESPONSES_FILE = "clinician-instruction-responses.tsv"
+INSTRUCTIONS_FILE = "instructions.csv"
+EHR_FOLDER = "ehrs"
+"""A user's own set as one folder: the instructions CSV beside the folder of patient XML files
+(the layout ``clinieval medalign demo`` writes and ``clinieval run medalign --data`` reads)."""
 RELEASE_COLUMNS = (
     "instruction_id",
     "question",
@@ -165,3 +169,17 @@ def load_generic(instructions: Path, ehr_dir: Path) -> list[Sample]:
     if not samples:
         raise UserError(f"{instructions}: no instructions")
     return samples
+
+
+def load_folder(root: Path) -> tuple[list[Sample], list[Path]]:
+    """The samples of a folder in either layout, and the data file the run records: the release
+    (:data:`RESPONSES_FILE` and ``ehrs/``) or a user's set (:data:`INSTRUCTIONS_FILE` and
+    :data:`EHR_FOLDER`)."""
+    if (root / RESPONSES_FILE).is_file():
+        return load_release(root), [root / RESPONSES_FILE]
+    if (root / INSTRUCTIONS_FILE).is_file():
+        return load_generic(root / INSTRUCTIONS_FILE, root / EHR_FOLDER), [root / INSTRUCTIONS_FILE]
+    raise UserError(
+        f"{root}: neither the MedAlign release ({RESPONSES_FILE} and ehrs/) nor a folder with "
+        f"{INSTRUCTIONS_FILE} and {EHR_FOLDER}/; pass --data FOLDER (`clinieval medalign demo` writes one)"
+    )

@@ -61,18 +61,17 @@ def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> MedAlignSettings:
 
 async def run_demo(plan: DemoPlan) -> list[str]:
     """Run every step; return the lines to print."""
+    from clinieval.benchmarks.medalign.data import INSTRUCTIONS_FILE, load_folder
     from clinieval.benchmarks.medalign.synth import build_synthetic_set
 
     data = plan.out / "data"
-    if (data / "instructions.csv").is_file():
-        from clinieval.benchmarks.medalign.data import load_generic
-
-        samples = load_generic(data / "instructions.csv", data / "ehrs")
+    if (data / INSTRUCTIONS_FILE).is_file():
+        samples, files = load_folder(data)
     else:
         built = build_synthetic_set(data, patients=plan.patients, per_patient=plan.per_patient)
-        samples = built.load()
+        samples, files = built.load(), [built.instructions_csv]
     lines = [f"synthetic set: {len(samples)} instructions over {plan.patients} patients in {data}"]
-    arms = await _run_arms(plan, samples, [data / "instructions.csv"], lines)
+    arms = await _run_arms(plan, samples, files, lines)
     if plan.judge is not None:
         await _judge(plan, arms, lines)
     lines += _report(plan, arms)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from clinieval.benchmarks.medalign.data import EHR_FOLDER, INSTRUCTIONS_FILE
 from clinieval.ehr.medalign_xml import format_time, read_xml, write_xml
 from clinieval.ehr.synth.catalog import CONDITIONS, SMOKING
 from clinieval.ehr.synth.generator import generate
@@ -69,9 +70,6 @@ COLUMNS: tuple[str, ...] = (
     "time_anchor",
 )
 """``instructions.csv`` header; the first four plus ``gold_response`` are what ``load_generic`` reads."""
-
-INSTRUCTIONS_FILE = "instructions.csv"
-EHR_FOLDER = "ehrs"
 
 _LOINC_SYSTOLIC = "8480-6"
 _LOINC_DIASTOLIC = "8462-4"

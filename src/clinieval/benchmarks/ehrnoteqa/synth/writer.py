@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.ehrnoteqa.data import NOTES_FILE, QA_FILE
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
 from clinieval.benchmarks.ehrnoteqa.synth.kinds import CATEGORIES, KINDS
 from clinieval.benchmarks.ehrnoteqa.synth.questions import SOURCES, Item, LetterDeck, ask_all, select
@@ -36,8 +37,6 @@ __all__ = [
     "max_scan",
 ]
 
-NOTES_FILE = "discharge.csv"
-QA_FILE = "qa.jsonl"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "clinieval-ehrnoteqa-synthetic/1"
 
