@@ -159,9 +159,8 @@ def key_found(key: str, answer: str) -> bool:
 
 def find_keys(keys: Sequence[str], answer: str) -> tuple[list[str], list[str]]:
     """``(found, missing)``: the keys ``answer`` states and those it does not, in key order."""
-    prepared = _Answer.of(answer)
-    found = [k for k in keys if prepared.has(k)]
-    return found, [k for k in keys if k not in found]
+    m = match_keys(keys, answer)
+    return m.found, m.missing
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,11 +194,11 @@ def mode_value(arm: ArmAnswers, mode: str, item: str) -> float | None:
 
 
 def _mode_accuracy(arm: ArmAnswers, mode: str, items: Sequence[str], *, with_ci: bool = False) -> JSON:
-    decided = [i for i in items if mode_value(arm, mode, i) is not None]
-    xs = [v for i in decided if (v := mode_value(arm, mode, i)) is not None]
+    values = {i: v for i in items if (v := mode_value(arm, mode, i)) is not None}
+    xs = list(values.values())
     out: JSON = {"score": _pct(xs), "n": len(xs), "undecided": len(items) - len(xs)}
     if with_ci:
-        out.update(question_interval(arm, decided, [100.0 * x for x in xs]))
+        out.update(question_interval(arm, list(values), [100.0 * x for x in xs]))
     return out
 
 
