@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from clinieval.errors import UserError
 
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
     from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
+
+
+S = TypeVar("S", bound=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +107,11 @@ def find_benchmark(benchmarks: Sequence[Benchmark], name: str) -> Benchmark:
     raise UserError(f"unknown task {name!r}; known: {known}, or a path to a .jsonl file of your own samples")
 
 
-def check_split(request: TaskRequest, splits: Sequence[str], default: str) -> str:
-    """The requested split, its default when none was asked for, or one error naming the choices."""
+def check_split(request: TaskRequest, splits: Sequence[S], default: S) -> S:
+    """The requested split (as the element of ``splits``, so a Literal type survives), its
+    default when none was asked for, or one error naming the choices."""
     split = request.split or default
-    if split not in splits:
-        raise UserError(f"--split {split!r}: {request.name} has splits {', '.join(splits)}")
-    return split
+    for known in splits:
+        if split == known:
+            return known
+    raise UserError(f"--split {split!r}: {request.name} has splits {', '.join(splits)}")

@@ -296,11 +296,9 @@ def benchmarks() -> None:
 
 def _gold_rule(name: str) -> GoldRule:
     from clinieval.analysis.rank_agreement import GOLD_RULES
+    from clinieval.errors import one_of
 
-    for rule in GOLD_RULES:
-        if name == rule:
-            return rule
-    raise UserError(f"--gold-rank {name!r} is unknown; choose from {', '.join(GOLD_RULES)}")
+    return one_of(name, GOLD_RULES, "--gold-rank")
 
 
 @app.command()

@@ -317,7 +317,7 @@ async def judge_run(
 
 
 async def judge_folder(
-    path: Path,
+    run: RunDir,
     judge_spec: str,
     rubric: Rubric,
     *,
@@ -328,9 +328,8 @@ async def judge_folder(
     limit: int | None = None,
     progress: bool = True,
 ) -> JudgeResult:
-    """:func:`judge_run` over the run directory at ``path`` with the judge ``judge_spec`` names:
-    the judge is checked before any request and closed afterwards, whatever happens."""
-    run = RunDir.open(path)
+    """:func:`judge_run` over ``run`` with the judge ``judge_spec`` names: the judge is checked
+    before any request and closed afterwards, whatever happens."""
     judge = parse_model_spec(judge_spec, backend)
     try:
         await judge.check()

@@ -22,7 +22,7 @@ from clinieval.benchmarks.ehrnoteqa.scoring import (
     OptionLoglik,
     option_continuations,
 )
-from clinieval.errors import UserError
+from clinieval.errors import UserError, one_of
 from clinieval.judge.rubric import Rubric
 from clinieval.judge.run import JudgeResult, judge_folder
 from clinieval.models.spec import BackendOptions
@@ -58,10 +58,7 @@ TASK_FORMATS: Mapping[str, Format] = {task_name(fmt): fmt for fmt in FORMATS}
 
 
 def check_format(fmt: str) -> Format:
-    for known in FORMATS:
-        if fmt == known:
-            return known
-    raise UserError(f"format {fmt!r} is unknown; choose from {', '.join(FORMATS)}")
+    return one_of(fmt, FORMATS, "format")
 
 
 def format_scorers(fmt: Format, loglik: bool) -> list[Scorer]:
@@ -163,9 +160,10 @@ async def judge_arm(
 ) -> JudgeResult:
     """Judge an arm's answers ``repeats`` times with the rubric of its format (repeat r with seed
     ``seed + r``)."""
-    fmt = arm_format(RunDir.open(path))
+    run = RunDir.open(path)
+    fmt = arm_format(run)
     return await judge_folder(
-        path,
+        run,
         judge_spec,
         rubric_for(fmt),
         backend=backend or BackendOptions(),

@@ -276,6 +276,7 @@ def judge(
 
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
     from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, judge_folder
+    from clinieval.runs import RunDir
 
     rubric = MedAlignRubric(
         snippets=(lambda rec: evidence_snippets(rec.sample, snippets)) if snippets else None
@@ -287,7 +288,7 @@ def judge(
     for path in run_dirs(runs):
         result = asyncio.run(
             judge_folder(
-                path,
+                RunDir.open(path),
                 judge_model,
                 rubric,
                 backend=backend,

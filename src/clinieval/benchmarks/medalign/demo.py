@@ -104,17 +104,22 @@ async def _run_arms(
 
 async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
-    from clinieval.judge.run import judge_run
-    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.judge.run import judge_folder
+    from clinieval.models.spec import BackendOptions
     from clinieval.runs import RunDir
 
     if plan.judge is None:
         return
     rubric = MedAlignRubric(snippets=lambda rec: evidence_snippets(rec.sample, 3))
+    backend = BackendOptions(n_ctx=plan.n_ctx)
     for path in arms:
-        model = parse_model_spec(plan.judge, BackendOptions(n_ctx=plan.n_ctx))
-        result = await judge_run(
-            RunDir.open(path), model, rubric, repeats=plan.judge_repeats, progress=plan.progress
+        result = await judge_folder(
+            RunDir.open(path),
+            plan.judge,
+            rubric,
+            backend=backend,
+            repeats=plan.judge_repeats,
+            progress=plan.progress,
         )
         lines.append(f"judge {path.name}: {result.summary.scored}/{result.summary.items} scored")
 

@@ -27,8 +27,7 @@ class PubMedQA(BenchmarkBase):
         from clinieval.benchmarks.pubmedqa.task import pubmedqa_task
 
         split = check_split(request, SPLITS, "test")
-        chosen = next(s for s in SPLITS if s == split)  # the Literal the loader takes
-        return pubmedqa_task(request.data, chosen, list(request.scorers) if request.scorers else None)
+        return pubmedqa_task(request.data, split, list(request.scorers) if request.scorers else None)
 
 
 BENCHMARK = PubMedQA()
