@@ -277,7 +277,7 @@ def _one_value(matches: list[re.Match[str]], label: str) -> re.Match[str] | None
     """The verdict the matches agree on; a parse failure when they disagree."""
     if not matches:
         return None
-    values = {(float(m.group(1)), m.group(2) and float(m.group(2))) for m in matches}
+    values = {(float(m.group(1)), None if m.group(2) is None else float(m.group(2))) for m in matches}
     if len(values) > 1:
         shown = ", ".join(repr(m.group(0).strip()) for m in matches[:3])
         raise VerdictParseError(f"the output gives different {label}s ({shown})")
