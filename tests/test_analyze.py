@@ -407,3 +407,11 @@ def test_an_undefined_fisher_z_does_not_stop_the_analysis(tmp_path: Path) -> Non
     assert low < 0.0 < high
     assert any("Fisher-Z a vs b" in u and "r_kh = -1" in u for u in result["undefined"])
     assert "mean Δτ" in render_markdown(result)
+
+
+def test_an_unknown_gold_rank_rule_is_one_clear_error(tmp_path: Path) -> None:
+    from tests.test_cli_errors import assert_one_line_error
+
+    path = write_csv(tmp_path / "runs.csv", [{"item": "a", "model": "m", "run": "1", "score": 1}])
+    proc = run_cli("analyze", str(path), "--run", "run", "--gold-rank", "mode")
+    assert_one_line_error(proc, "--gold-rank 'mode' is unknown; choose from first, smallest, median")
