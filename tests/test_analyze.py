@@ -13,7 +13,7 @@ from scipy import stats
 from clinieval.analysis.analyze import AnalyzeOptions, analyze
 from clinieval.analysis.markdown import render_markdown
 from clinieval.analysis.table import read_table
-from clinieval.analysis.uncertainty import paired_permutation_test
+from clinieval.analysis.uncertainty import cluster_bootstrap_ci, paired_permutation_test
 from clinieval.errors import UserError
 from tests.conftest import run_cli
 
@@ -415,3 +415,40 @@ def test_an_unknown_gold_rank_rule_is_one_clear_error(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "runs.csv", [{"item": "a", "model": "m", "run": "1", "score": 1}])
     proc = run_cli("analyze", str(path), "--run", "run", "--gold-rank", "mode")
     assert_one_line_error(proc, "--gold-rank 'mode' is unknown; choose from first, smallest, median")
+
+
+def test_paired_tests_resample_patients_when_clustered(tmp_path: Path) -> None:
+    """Issue 13, item 14: --cluster reached the per-model CIs but not the paired comparisons."""
+    path = write_csv(tmp_path / "t.csv", medalign_like())
+    options = AnalyzeOptions(scores=("rouge", "correct"), cluster="patient", resamples=300)
+    result = analyze(read_table(path), options)
+    table = read_table(path)
+    values: dict[tuple[str, str], float] = {}
+    patients: dict[str, str] = {}
+    for row in table.rows:
+        item, model = str(table.text(row, "item")), str(table.text(row, "model"))
+        values[(item, model)] = float(table.number(row, "rouge") or 0.0)
+        patients[item] = str(table.text(row, "patient"))
+    items = list(patients)
+    d = [values[(i, "a")] - values[(i, "b")] for i in items]
+    pair = next(p for p in result["scores"]["rouge"]["pairs"] if p["opponent"] == "b" and p["model"] == "a")
+    assert pair["clusters"] == 10
+    assert tuple(pair["ci"]) == cluster_bootstrap_ci(d, [patients[i] for i in items], resamples=300)
+    plain = analyze(read_table(path), AnalyzeOptions(scores=("rouge", "correct"), resamples=300))
+    unclustered = next(p for p in plain["scores"]["rouge"]["pairs"] if p["opponent"] == "b")
+    assert "clusters" not in unclustered and unclustered["ci"] != pair["ci"]
+    mc = next(p for p in result["scores"]["correct"]["pairs"] if p["opponent"] == "b")["mcnemar"]
+    assert mc["method"] == "clustered"
+
+
+def test_subgroup_chi_square_counts_an_item_once_however_many_judge_runs(tmp_path: Path) -> None:
+    """Issue 13, item 14: five judge runs of one answer were five rows in the chi-square table."""
+    base = [r for r in medalign_like() if r["model"] in ("a", "b")]
+    once = write_csv(tmp_path / "once.csv", [{**r, "run": 0} for r in base])
+    five = write_csv(tmp_path / "five.csv", [{**r, "run": k} for r in base for k in range(5)])
+    options = AnalyzeOptions(scores=("rouge",), correct="correct", groups=("sex",), run="run")
+    one_run = analyze(read_table(once), options)["subgroups"]["a"][0]
+    five_runs = analyze(read_table(five), options)["subgroups"]["a"][0]
+    assert five_runs["table"] == one_run["table"]
+    assert sum(map(sum, five_runs["table"])) == 30
+    assert five_runs["chi2"] == pytest.approx(one_run["chi2"])

@@ -23,6 +23,7 @@ import pytest
 from scipy import stats
 
 from clinieval.analysis.table import LongTable, Row
+from clinieval.analysis.uncertainty import bootstrap_ci, cluster_bootstrap_ci
 from clinieval.benchmarks.medalign.analysis.columns import MedAlignColumns
 from clinieval.benchmarks.medalign.analysis.compute import medalign_analysis
 from clinieval.benchmarks.medalign.report import render_html, render_markdown, write_report
@@ -373,3 +374,37 @@ def test_input_errors_are_raised(change: dict[str, Any], message: str) -> None:
         medalign_analysis(LongTable(t.path, t.columns, tuple(rows)), COLUMNS, resamples=10)
     with pytest.raises(UserError, match="no column 'comet'"):
         medalign_analysis(t, MedAlignColumns(metrics=("comet",)))
+
+
+def _with_patients(patients: dict[str, str]) -> LongTable:
+    t = hand_table()
+    rows = tuple(
+        Row(r.where, {**r.cells, "patient_id": patients[str(r.cells["instruction_id"])]}) for r in t.rows
+    )
+    return LongTable(t.path, (*t.columns, "patient_id"), rows)
+
+
+def test_intervals_resample_a_patients_instructions_together() -> None:
+    """Issue 13, item 14: per-arm CIs and paired tests ignored patients; now clustered by default."""
+    patients = {"i1": "P1", "i2": "P1", "i3": "P2", "i4": "P2"}
+    res = medalign_analysis(_with_patients(patients), COLUMNS, resamples=RESAMPLES)
+    everything = view(res, "all")
+    assert everything["clustering"] == {"by": "patient_id", "patients": 2, "items": 4}
+    # A: correct 1, 1, 1, 0 over i1..i4
+    low, high = cluster_bootstrap_ci([1, 1, 1, 0], ["P1", "P1", "P2", "P2"], resamples=RESAMPLES)
+    assert everything["per_model"][A]["ci"] == [100 * low, 100 * high]
+    assert everything["analyze"]["options"]["cluster"] == "patient_id"
+    pair = everything["analyze"]["scores"]["rougeL"]["pairs"][0]
+    assert pair["clusters"] == 2
+    assert "resample patients (2 patients, 4 instructions)" in render_markdown(res)
+
+    off = medalign_analysis(
+        _with_patients(patients), MedAlignColumns(metrics=COLUMNS.metrics, patient=None), resamples=RESAMPLES
+    )
+    plain = bootstrap_ci([1, 1, 1, 0], resamples=RESAMPLES)
+    assert view(off, "all")["per_model"][A]["ci"] == [100 * plain[0], 100 * plain[1]]
+    assert view(off, "all")["clustering"]["by"] is None
+
+    one = medalign_analysis(_with_patients(dict.fromkeys(patients, "P1")), COLUMNS, resamples=RESAMPLES)
+    assert view(one, "all")["clustering"] == {"by": None, "why": "every instruction is about one patient"}
+    assert view(one, "all")["per_model"][A]["ci"] == [100 * plain[0], 100 * plain[1]]

@@ -90,6 +90,9 @@ def test_judge_then_report_from_the_command_line(arms: Path, tmp_path: Path) -> 
     assert "computed reference (key_facts_f1)" in done.stdout
     result = json.loads((report / "medalign.json").read_text())
     assert set(result["views"]) == {"all", "without_errors"}
+    # the arms' one instruction names its patient, so resampling is by patient, which one cannot do
+    one_patient = {"by": None, "why": "every instruction is about one patient"}
+    assert result["views"]["all"]["clustering"] == one_patient
     assert sorted(result["input"]["models"]) == [
         "smollm2-135m-instruct/keep-recent",
         "smollm2-135m-instruct/refine",

@@ -364,3 +364,61 @@ def test_sample_size_bad_input() -> None:
         required_sample_size(1.0, -0.2)
     with pytest.raises(UserError, match="method"):
         required_sample_size(1.0, 0.2, method="exact")  # type: ignore[arg-type]
+
+
+# --- clustered paired comparisons (issue 13, item 14) ---------------------------------------------
+
+
+def test_clustered_paired_bootstrap_draws_a_patients_items_together() -> None:
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(0.6, 0.2, 24), rng.normal(0.5, 0.2, 24)
+    patients = [f"p{i // 4}" for i in range(24)]
+    boot = uncertainty.paired_bootstrap(x, y, resamples=500, seed=2, clusters=patients)
+    assert (boot.ci_low, boot.ci_high) == uncertainty.cluster_bootstrap_ci(
+        x - y, patients, resamples=500, seed=2
+    )
+    # one patient per item is the item bootstrap (same draws, same means up to rounding)
+    alone = uncertainty.paired_bootstrap(x, y, resamples=500, seed=2, clusters=list(range(24)))
+    plain = uncertainty.paired_bootstrap(x, y, resamples=500, seed=2)
+    assert alone.ci_low == pytest.approx(plain.ci_low) and alone.pvalue == plain.pvalue
+
+
+def test_clustered_permutation_flips_a_patients_differences_together() -> None:
+    # differences 1,1,1 | 1,1 | -1 for patients A, B, C: cluster sums 3, 2, -1, observed mean 4/6.
+    # The 8 sign patterns give |sum| 6, 4, 2, 0, 0, 2, 4, 6: |sum| >= 4 in 4 of 8 -> p = 0.5.
+    x = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    y = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    test = uncertainty.paired_permutation_test(x, y, clusters=["A", "A", "A", "B", "B", "C"])
+    assert test.exact and test.resamples == 8 and test.clusters == 3
+    assert test.pvalue == pytest.approx(0.5)
+    # item by item the same data look far stronger: 2^6 patterns, |sum| >= 4 in 14 -> 14/64
+    assert uncertainty.paired_permutation_test(x, y).pvalue == pytest.approx(14 / 64)
+
+
+def test_clustered_mcnemar_is_durkalskis() -> None:
+    # patient A: x right y wrong twice (b=2, c=0); B: one each way; C: y right x wrong once.
+    # per-patient b-c: 2, 0, -1 -> (2 + 0 - 1)^2 / (4 + 0 + 1) = 0.2 on 1 df
+    x = [1, 1, 1, 0, 0, 1]
+    y = [0, 0, 0, 1, 1, 1]
+    patients = ["A", "A", "B", "B", "C", "C"]
+    mc = uncertainty.mcnemar(x, y, clusters=patients)
+    assert mc.method == "clustered" and (mc.b, mc.c) == (3, 2)
+    assert mc.statistic == pytest.approx(0.2)
+    assert mc.pvalue == pytest.approx(stats.chi2.sf(0.2, 1))
+    even = uncertainty.mcnemar([1, 0, 1, 1], [0, 1, 1, 1], clusters=["A", "A", "B", "B"])
+    assert (even.statistic, even.pvalue) == (0.0, 1.0)
+
+
+def test_weighted_subgroup_table_counts_each_item_once() -> None:
+    # two items per sex; an item judged correct in 3 of 5 runs counts 0.6 correct and 0.4 incorrect
+    outcome = ["correct", "incorrect"] * 4
+    shares = [1.0, 0.6, 0.2, 0.0]
+    weights = [w for s in shares for w in (s, 1 - s)]
+    sex = [v for v in ("F", "F", "M", "M") for _ in range(2)]
+    (test,) = uncertainty.subgroup_chi_square(outcome, {"sex": sex}, weights=weights)
+    table = [[1.6, 0.4], [0.2, 1.8]]
+    assert [list(r) for r in test.table] == [pytest.approx(r) for r in table]
+    assert test.test.n == 4
+    assert test.test.statistic == pytest.approx(stats.chi2_contingency(table, correction=False).statistic)
+    with pytest.raises(UserError, match="weights has 3 values"):
+        uncertainty.subgroup_chi_square(outcome, {"sex": sex}, weights=[1, 1, 1])

@@ -305,11 +305,19 @@ def _pair(ctx: _Context, column: str, table: ScoreTable, a: int, b: int) -> JSON
     if x.size < 2:
         ctx.undefined.append(f"{column}: {ma} vs {mb}: fewer than 2 items scored for both")
         return None
-    boot = uncertainty.paired_bootstrap(x, y, level=o.level, resamples=o.resamples, seed=o.seed)
-    perm = uncertainty.paired_permutation_test(x, y, resamples=o.resamples, seed=o.seed)
+    clusters = _pair_clusters(ctx, table, both)
+    if clusters is not None:
+        entry["clusters"] = len(set(clusters))
+        if entry["clusters"] < 2:
+            ctx.undefined.append(f"{column}: {ma} vs {mb}: the items scored for both share one {o.cluster}")
+            return None
+    boot = uncertainty.paired_bootstrap(
+        x, y, level=o.level, resamples=o.resamples, seed=o.seed, clusters=clusters
+    )
+    perm = uncertainty.paired_permutation_test(x, y, resamples=o.resamples, seed=o.seed, clusters=clusters)
     entry.update(mean_difference=boot.mean_difference, ci=[boot.ci_low, boot.ci_high], pvalue=perm.pvalue)
     if _is_binary(x) and _is_binary(y):
-        mc = uncertainty.mcnemar(x, y)
+        mc = uncertainty.mcnemar(x, y, clusters=clusters)
         entry["mcnemar"] = {"b": mc.b, "c": mc.c, "pvalue": mc.pvalue, "method": mc.method}
     sigma_d = float(np.std(x - y, ddof=1))
     entry["sigma_d"] = sigma_d
@@ -317,6 +325,16 @@ def _pair(ctx: _Context, column: str, table: ScoreTable, a: int, b: int) -> JSON
         uncertainty.minimum_detectable_difference(sigma_d, int(x.size)) if sigma_d > 0 else None
     )
     return entry
+
+
+def _pair_clusters(
+    ctx: _Context, table: ScoreTable, both: np.ndarray[Any, np.dtype[np.bool_]]
+) -> list[str] | None:
+    """The cluster (patient) of each item two models were both scored on; None unclustered."""
+    clusters = ctx.clusters
+    if clusters is None:
+        return None
+    return [clusters[i] for i, keep in zip(table.items, both, strict=True) if keep]
 
 
 def _pairs(ctx: _Context, column: str, table: ScoreTable) -> list[JSON]:
@@ -555,18 +573,21 @@ def _subgroup_section(ctx: _Context) -> JSON:
     assert o.correct is not None
     out: JSON = {}
     for model in _models(ctx):
-        rows = [r for r in ctx.primary if t.text(r, o.model) == model and t.number(r, o.correct) is not None]
+        rows, shares = _item_outcomes(ctx, model)
         if not rows:
             ctx.undefined.append(f"chi-square {model}: no response of {model} has a value in {o.correct!r}")
             out[model] = []
             continue
-        outcome = ["correct" if t.number(r, o.correct) else "incorrect" for r in rows]
+        # each item twice, correct with its share of correct runs and incorrect with the rest, so
+        # an item counts once however many judge runs it had
+        outcome = ["correct", "incorrect"] * len(rows)
+        weights = [w for share in shares for w in (share, 1.0 - share)]
         tests: list[uncertainty.SubgroupChiSquare] = []
         for attr in o.groups:
-            values = [t.text(r, attr) for r in rows]
+            values = [v for r in rows for v in [t.text(r, attr)] * 2]
             found = ctx.guard(
                 f"chi-square {model} by {attr}",
-                partial(uncertainty.subgroup_chi_square, outcome, {attr: values}),
+                partial(uncertainty.subgroup_chi_square, outcome, {attr: values}, weights=weights),
             )
             tests.extend(found or [])
         adjusted = uncertainty.bonferroni([s.test.pvalue for s in tests])
@@ -584,6 +605,23 @@ def _subgroup_section(ctx: _Context) -> JSON:
             for s, adj in zip(tests, adjusted, strict=True)
         ]
     return out
+
+
+def _item_outcomes(ctx: _Context, model: str) -> tuple[list[Row], list[float]]:
+    """One entry per item a model answered: its first row (the item's attributes) and its share of
+    correct over the item's rows (1 or 0 for one row; the mean over judge runs with ``--run``)."""
+    o, t = ctx.options, ctx.table
+    assert o.correct is not None
+    first: dict[str, Row] = {}
+    values: dict[str, list[float]] = defaultdict(list)
+    for row in ctx.primary:
+        value = t.number(row, o.correct)
+        if t.text(row, o.model) != model or value is None:
+            continue
+        item = str(t.text(row, o.item))
+        first.setdefault(item, row)
+        values[item].append(1.0 if value else 0.0)
+    return list(first.values()), [sum(values[i]) / len(values[i]) for i in first]
 
 
 def _run_section(ctx: _Context, column: str) -> JSON:

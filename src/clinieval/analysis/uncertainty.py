@@ -134,6 +134,16 @@ def _cluster_codes(clusters: Sequence[Hashable], n: int) -> tuple[NDArray[np.int
     return codes, len(index)
 
 
+def _cluster_mean_replicates(
+    arr: FloatArray, codes: NDArray[np.int64], g: int, resamples: int, rng: np.random.Generator
+) -> FloatArray:
+    """The pooled item mean of each cluster-bootstrap resample (clusters drawn with replacement)."""
+    sums = np.bincount(codes, weights=arr, minlength=g)
+    sizes = np.bincount(codes, minlength=g).astype(np.float64)
+    parts = [sums[idx].sum(axis=1) / sizes[idx].sum(axis=1) for idx in _resample_blocks(rng, g, resamples)]
+    return np.concatenate(parts)
+
+
 def cluster_bootstrap_ci(
     values: ArrayLike1D,
     clusters: Sequence[Hashable],
@@ -156,10 +166,7 @@ def cluster_bootstrap_ci(
     codes, g = _cluster_codes(clusters, arr.size)
     rng = np.random.default_rng(seed)
     if statistic is None:
-        sums = np.bincount(codes, weights=arr, minlength=g)
-        sizes = np.bincount(codes, minlength=g).astype(np.float64)
-        parts = [sums[idx].sum(axis=1) / sizes[idx].sum(axis=1) for idx in _resample_blocks(rng, g, reps)]
-        return _percentile_interval(np.concatenate(parts), lvl)
+        return _percentile_interval(_cluster_mean_replicates(arr, codes, g, reps, rng), lvl)
     members = [arr[codes == c] for c in range(g)]
     estimates = np.array(
         [
@@ -190,7 +197,7 @@ class McNemar:
     pvalue: float
     b: int
     c: int
-    method: Literal["exact", "chi2", "chi2_corrected"]
+    method: Literal["exact", "chi2", "chi2_corrected", "clustered"]
 
 
 def _binary(values: FloatArray, name: str) -> NDArray[np.bool_]:
@@ -199,7 +206,14 @@ def _binary(values: FloatArray, name: str) -> NDArray[np.bool_]:
     return np.asarray(values == 1, dtype=np.bool_)
 
 
-def mcnemar(x: ArrayLike1D, y: ArrayLike1D, *, exact: bool | None = None, correction: bool = True) -> McNemar:
+def mcnemar(
+    x: ArrayLike1D,
+    y: ArrayLike1D,
+    *,
+    exact: bool | None = None,
+    correction: bool = True,
+    clusters: Sequence[Hashable] | None = None,
+) -> McNemar:
     """Do two models differ in accuracy on the same items? McNemar's test on discordant pairs.
 
     Exact: two-sided binomial test of min(b, c) against Binomial(b + c, 1/2), p = min(1, 2 P(X <=
@@ -208,12 +222,20 @@ def mcnemar(x: ArrayLike1D, y: ArrayLike1D, *, exact: bool | None = None, correc
     df. ``exact=None`` picks exact when b + c < 25, where the chi-square approximation is poor.
     With no discordant pairs the models are indistinguishable: the exact p is 1, and forcing the
     chi-square raises UndefinedStatisticError.
+
+    With ``clusters`` (one id per item: the patient), items of one cluster are not independent
+    and the test is Durkalski et al.'s (2003) clustered McNemar: (sum_k (b_k - c_k))^2 /
+    sum_k (b_k - c_k)^2 on 1 df, with b_k, c_k the discordant counts inside cluster k; when every
+    cluster's b_k equals its c_k the statistic is 0 and p is 1. ``exact`` and ``correction`` do not
+    apply to it.
     """
     from scipy import stats
 
     a, bb = paired(x, y, min_n=1)
     xa, ya = _binary(a, "x"), _binary(bb, "y")
     b, c = int(np.sum(xa & ~ya)), int(np.sum(~xa & ya))
+    if clusters is not None:
+        return _clustered_mcnemar(xa, ya, clusters, b, c)
     use_exact = (b + c < 25) if exact is None else exact
     if use_exact:
         low = min(b, c)
@@ -232,6 +254,19 @@ def mcnemar(x: ArrayLike1D, y: ArrayLike1D, *, exact: bool | None = None, correc
     )
 
 
+def _clustered_mcnemar(
+    xa: NDArray[np.bool_], ya: NDArray[np.bool_], clusters: Sequence[Hashable], b: int, c: int
+) -> McNemar:
+    from scipy import stats
+
+    codes, g = _cluster_codes(clusters, xa.size)
+    per_cluster = np.bincount(codes, weights=(xa & ~ya).astype(np.float64) - (~xa & ya), minlength=g)
+    spread = float(np.sum(per_cluster**2))
+    stat = 0.0 if spread == 0.0 else float(per_cluster.sum()) ** 2 / spread
+    p = 1.0 if spread == 0.0 else float(stats.chi2.sf(stat, 1))
+    return McNemar(statistic=stat, pvalue=p, b=b, c=c, method="clustered")
+
+
 @dataclass(frozen=True, slots=True)
 class PairedBootstrap:
     """Mean of x - y over paired items, its percentile CI and a two-sided bootstrap p-value."""
@@ -244,21 +279,33 @@ class PairedBootstrap:
 
 
 def paired_bootstrap(
-    x: ArrayLike1D, y: ArrayLike1D, *, level: float = 0.95, resamples: int = 2000, seed: int = 0
+    x: ArrayLike1D,
+    y: ArrayLike1D,
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+    clusters: Sequence[Hashable] | None = None,
 ) -> PairedBootstrap:
     """Bootstrap the mean paired difference d = x - y, resampling items (pairs stay together).
 
     The CI is the percentile interval of the resampled means (identical to ``bootstrap_ci(d)``
-    with the same seed). The p-value tests mean(d) = 0 by the shifted bootstrap (Efron &
+    with the same seed; with ``clusters``, to ``cluster_bootstrap_ci(d, clusters)``: a patient's
+    items are drawn together). The p-value tests mean(d) = 0 by the shifted bootstrap (Efron &
     Tibshirani 1993, 16.4): resample d - mean(d), which obeys the null, and count resampled means
     at least as far from 0 as the observed one, p = (1 + count) / (1 + resamples), so p is never 0.
-    Needs 2 items.
+    Needs 2 items (2 clusters when clustered).
     """
     lvl, reps = _check_resampling(level, resamples)
     a, b = paired(x, y, min_n=2)
     d = a - b
     observed = float(d.mean())
-    means = _replicates(d, None, reps, np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        means = _replicates(d, None, reps, rng)
+    else:
+        codes, g = _cluster_codes(clusters, d.size)
+        means = _cluster_mean_replicates(d, codes, g, reps, rng)
     low, high = _percentile_interval(means, lvl)
     # Shifting every resampled mean by -observed is the same as resampling the shifted data.
     null = means - observed
@@ -278,6 +325,7 @@ class PermutationTest:
     n: int
     exact: bool
     resamples: int
+    clusters: int | None = None
 
 
 def _sign_blocks(n: int, exact: bool, resamples: int, seed: int) -> Iterator[FloatArray]:
@@ -303,7 +351,13 @@ def _sign_blocks(n: int, exact: bool, resamples: int, seed: int) -> Iterator[Flo
 
 
 def paired_permutation_test(
-    x: ArrayLike1D, y: ArrayLike1D, *, resamples: int = 10_000, seed: int = 0, exact: bool | None = None
+    x: ArrayLike1D,
+    y: ArrayLike1D,
+    *,
+    resamples: int = 10_000,
+    seed: int = 0,
+    exact: bool | None = None,
+    clusters: Sequence[Hashable] | None = None,
 ) -> PermutationTest:
     """Two-sided paired permutation test: under H0 each difference x - y is equally likely +-.
 
@@ -312,27 +366,36 @@ def paired_permutation_test(
     ``resamples`` random patterns with p = (1 + count) / (1 + resamples) (never 0). Counts
     |mean| >= |observed| with a relative tolerance of 1e-12 so floating-point ties count as ties;
     for this symmetric null it equals twice the smaller one-sided p-value. Exact mode is limited to
-    n <= 24 (16 million patterns).
+    n <= 24 sign units (16 million patterns).
+
+    With ``clusters`` (one id per item) the unit exchanged under H0 is the cluster: all of a
+    patient's differences flip sign together, so n in "2^n" above is the number of clusters.
     """
     reps = positive_int(resamples, "resamples")
     a, b = paired(x, y, min_n=1)
     d = a - b
     n = d.size
-    use_exact = (2.0**n <= reps) if exact is None else exact
-    if use_exact and n > 24:
-        raise UserError(f"exact permutation needs 2^{n} sign patterns; use exact=False for n > 24")
+    units, groups = d, None
+    if clusters is not None:
+        codes, groups = _cluster_codes(clusters, n)
+        # each cluster's sum of differences
+        units = np.bincount(codes, weights=d, minlength=groups).astype(np.float64)
+    k = units.size
+    use_exact = (2.0**k <= reps) if exact is None else exact
+    if use_exact and k > 24:
+        raise UserError(f"exact permutation needs 2^{k} sign patterns; use exact=False for n > 24")
     observed = float(d.mean())
     tol = 1e-12 * max(abs(observed), float(np.abs(d).mean()), 1e-300)
     count = total = 0
-    for signs in _sign_blocks(n, use_exact, reps, seed):
+    for signs in _sign_blocks(k, use_exact, reps, seed):
         # einsum, not ``signs @ d``: a matrix-vector product this small is slower through a
         # multi-threaded BLAS (thread wake-up) than numpy's own loop, by 10x on a 2-core machine.
-        sums = np.einsum("ij,j->i", signs, d)
+        sums = np.einsum("ij,j->i", signs, units)
         count += int(np.sum(np.abs(sums) / n >= abs(observed) - tol))
         total += signs.shape[0]
     p = count / total if use_exact else (1 + count) / (1 + total)
     return PermutationTest(
-        mean_difference=observed, pvalue=min(1.0, p), n=n, exact=use_exact, resamples=total
+        mean_difference=observed, pvalue=min(1.0, p), n=n, exact=use_exact, resamples=total, clusters=groups
     )
 
 
@@ -414,7 +477,7 @@ class SubgroupChiSquare:
     attribute: str
     groups: tuple[str, ...]
     outcomes: tuple[str, ...]
-    table: tuple[tuple[int, ...], ...]
+    table: tuple[tuple[float, ...], ...]
     test: ChiSquare
     pvalue_adjusted: float
 
@@ -428,18 +491,39 @@ def _sorted_levels(values: Sequence[Hashable]) -> list[Hashable]:
 
 
 def _crosstab(
-    groups: Sequence[Hashable], outcome: Sequence[Hashable]
-) -> tuple[list[Hashable], list[Hashable], NDArray[np.int64]]:
+    groups: Sequence[Hashable], outcome: Sequence[Hashable], weights: Sequence[float]
+) -> tuple[list[Hashable], list[Hashable], FloatArray]:
     g_levels, o_levels = _sorted_levels(groups), _sorted_levels(outcome)
     gi = {v: i for i, v in enumerate(g_levels)}
     oi = {v: i for i, v in enumerate(o_levels)}
-    table = np.zeros((len(g_levels), len(o_levels)), dtype=np.int64)
-    np.add.at(table, ([gi[v] for v in groups], [oi[v] for v in outcome]), 1)
+    table = np.zeros((len(g_levels), len(o_levels)), dtype=np.float64)
+    cells = ([gi[v] for v in groups], [oi[v] for v in outcome])
+    np.add.at(table, cells, np.asarray(weights, dtype=np.float64))
     return g_levels, o_levels, table
 
 
+def _count(value: float) -> float:
+    """A table cell as JSON shows it: a whole count as an int, a share of judge runs as a float."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _outcome_weights(out: list[Hashable], weights: Sequence[float] | None) -> list[float]:
+    if weights is None:
+        return [1.0] * len(out)
+    w = vector(weights, "weights", min_n=0)
+    if w.size != len(out):
+        raise UserError(f"weights has {w.size} values but outcome has {len(out)}")
+    if np.any(w < 0):
+        raise UserError("weights must be non-negative")
+    return [float(v) for v in w]
+
+
 def subgroup_chi_square(
-    outcome: Sequence[Hashable], attributes: Mapping[str, Sequence[Hashable | None]], *, yates: bool = False
+    outcome: Sequence[Hashable],
+    attributes: Mapping[str, Sequence[Hashable | None]],
+    *,
+    yates: bool = False,
+    weights: Sequence[float] | None = None,
 ) -> list[SubgroupChiSquare]:
     """Is the outcome (e.g. correct/incorrect) independent of each sensitive attribute?
 
@@ -448,19 +532,27 @@ def subgroup_chi_square(
     Items whose attribute is None are left out of that attribute's table only. An attribute with
     a single group, or an outcome that never varies, raises UndefinedStatisticError naming it.
     Yates' correction: see :func:`chi_square_independence` (off by default).
+
+    ``weights`` (one per outcome entry, default 1) let one item count once when its outcome is a
+    share: an item a judge called correct in 3 of 5 runs is two entries, correct with weight 0.6
+    and incorrect with 0.4, so the table's total is the number of items, not of judge runs.
+    Entries of weight 0 are left out.
     """
     out = list(outcome)
     if not out:
         raise UserError("outcome is empty")
     if not attributes:
         raise UserError("no attributes to test")
-    tests: list[tuple[str, list[Hashable], list[Hashable], NDArray[np.int64], ChiSquare]] = []
+    w = _outcome_weights(out, weights)
+    tests: list[tuple[str, list[Hashable], list[Hashable], FloatArray, ChiSquare]] = []
     for name, values in attributes.items():
         vals = list(values)
         if len(vals) != len(out):
             raise UserError(f"attribute {name!r} has {len(vals)} values but outcome has {len(out)}")
-        keep = [i for i, v in enumerate(vals) if v is not None]
-        g_levels, o_levels, table = _crosstab([vals[i] for i in keep], [out[i] for i in keep])
+        keep = [i for i, v in enumerate(vals) if v is not None and w[i] > 0]
+        g_levels, o_levels, table = _crosstab(
+            [vals[i] for i in keep], [out[i] for i in keep], [w[i] for i in keep]
+        )
         if len(g_levels) < 2 or len(o_levels) < 2:
             which = "one group" if len(g_levels) < 2 else "one outcome"
             raise UndefinedStatisticError(f"attribute {name!r} has only {which}: chi-square is undefined")
@@ -471,7 +563,7 @@ def subgroup_chi_square(
             attribute=name,
             groups=tuple(map(str, g)),
             outcomes=tuple(map(str, o)),
-            table=tuple(tuple(int(v) for v in row) for row in table),
+            table=tuple(tuple(_count(v) for v in row) for row in table),
             test=test,
             pvalue_adjusted=adj,
         )

@@ -243,11 +243,7 @@ def _judge_stats(arm: ArmAnswers) -> JSON:
     unread = 0
     if arm.verdicts is not None:
         unread = sum(
-            1
-            for i, row in arm.verdicts.items()
-            if i not in arm.answer_failed
-            for v in row
-            if v is None
+            1 for i, row in arm.verdicts.items() if i not in arm.answer_failed for v in row if v is None
         )
     means = judge_item_means(arm)
     return {
@@ -264,6 +260,7 @@ def _judge_stats(arm: ArmAnswers) -> JSON:
 
 def _modes_for(arms: Sequence[ArmAnswers], fmt: str) -> tuple[str, ...]:
     candidates = MC_MODES if fmt == "mc" else FREE_MODES
+
     def has(mode: str) -> bool:
         if mode == JUDGE:
             return any(a.verdicts is not None for a in arms)

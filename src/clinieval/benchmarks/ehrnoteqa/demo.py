@@ -22,8 +22,6 @@ DEMO_N_CTX = 8192
 """Level 2 reaches 7,500 tokens of notes: both embedded models are opened with an 8k window."""
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class DemoPlan:
     out: Path

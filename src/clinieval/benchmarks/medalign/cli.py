@@ -329,12 +329,21 @@ def analyze(
     level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            help="resample a patient's instructions together in CIs and paired tests "
+            "(--no-cluster: each instruction alone)"
+        ),
+    ] = True,
 ) -> None:
     """Every statistic of the paper's analysis, with and without provider-error items, as a report."""
     from clinieval.benchmarks.medalign.table import report
 
     table, label, ref = _analysis_table(runs or [], reviews, reference, release, gold_annotator, metric)
-    result, written = report(table, label, ref, out, level=level, resamples=resamples, seed=seed)
+    result, written = report(
+        table, label, ref, out, level=level, resamples=resamples, seed=seed, cluster=cluster
+    )
     typer.echo(
         f"{len(result['input']['models'])} arms, {result['input']['items']} instructions; reference: {label}"
     )

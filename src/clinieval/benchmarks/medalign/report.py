@@ -118,6 +118,18 @@ def _per_model_rows(view: JSON) -> list[list[str]]:
     return rows
 
 
+def _clustering_note(view: JSON) -> str:
+    """Which unit the intervals and paired tests resample, so a reader can judge their width."""
+    c = view.get("clustering") or {}
+    if c.get("by"):
+        return (
+            f"Intervals and paired tests resample patients ({c['patients']:,} patients, "
+            f"{c['items']:,} instructions): a patient's instructions are drawn together."
+        )
+    why = c.get("why", "no patient column")
+    return f"Intervals and paired tests resample instructions one by one ({why})."
+
+
 def _per_model_header(level: str) -> list[str]:
     return [
         "arm",
@@ -368,9 +380,9 @@ def _view_sections(view: JSON, level: str) -> list[Block]:
         table = Table(["arm", "errors", *_error_kinds(view)], _errors_rows(view))
         out.append(Section("Provider errors", [table]))
     if view["per_model"]:
-        out.append(
-            Section("Correctness and rank per arm", [Table(_per_model_header(level), _per_model_rows(view))])
-        )
+        table = Table(_per_model_header(level), _per_model_rows(view))
+        note = Paragraph(_clustering_note(view), "note")
+        out.append(Section("Correctness and rank per arm", [note, table]))
     if view["easy_hard"]:
         out.append(Section("Easy and hard instructions", [BulletList(_easy_hard_lines(view["easy_hard"]))]))
     for key, b in (view["breakdowns"] or {}).items():

@@ -136,8 +136,11 @@ def patient_columns(sample: Sample) -> dict[str, object]:
 
 
 def instruction_columns(sample: Sample) -> dict[str, object]:
+    """The instruction's own columns, with its patient: the unit a bootstrap resamples whole."""
     md = sample.metadata
+    filename = str(md.get("filename") or "")
     return {
+        "patient_id": str(md.get("person_id") or (Path(filename).stem if filename else "")),
         "category": md.get("category") or "",
         "subcategory": md.get("subcategory") or md.get("human_assigned_subcategory_1") or "",
         "specialty": md.get("submitter_specialty") or "",
@@ -356,14 +359,18 @@ def report(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    cluster: bool = True,
 ) -> tuple[JSON, list[Path]]:
     """The MedAlign analysis of ``table`` written to ``out`` (JSON, Markdown, HTML): every
-    :data:`ANALYSIS_METRICS` column it has, except the ``reference`` the ranking was computed from."""
+    :data:`ANALYSIS_METRICS` column it has, except the ``reference`` the ranking was computed from.
+    ``cluster`` resamples a patient's instructions together (off: each instruction alone)."""
     from clinieval.benchmarks.medalign.analysis.columns import MedAlignColumns
     from clinieval.benchmarks.medalign.analysis.compute import medalign_analysis
     from clinieval.benchmarks.medalign.report import write_report
 
     metrics = tuple(c for c in table.columns if c in ANALYSIS_METRICS and c != reference)
-    columns = MedAlignColumns(metrics=metrics, reference_label=label)
+    columns = MedAlignColumns(
+        metrics=metrics, reference_label=label, patient=MedAlignColumns.patient if cluster else None
+    )
     result = medalign_analysis(table, columns, level=level, resamples=resamples, seed=seed)
     return result, write_report(result, out)

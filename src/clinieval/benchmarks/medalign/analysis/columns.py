@@ -19,6 +19,10 @@ LengthCounter = Callable[[str], int]
 class MedAlignColumns:
     """Which column of the long table holds what, and how to name the reference ranking.
 
+    ``patient`` names each instruction's patient: items of one patient are resampled together
+    in every interval and paired test (when the column is filled for every instruction and holds
+    2+ patients; otherwise, or with ``patient=None``, items are resampled alone, and the report
+    says which).
     Only ``instruction`` and ``model`` are required; a section whose column is absent or empty
     is listed as undefined. ``metrics`` are score columns where higher is better. ``rank`` is the
     reference ranking (1 = best, ties allowed): clinicians' in the paper; when it was computed
@@ -28,6 +32,7 @@ class MedAlignColumns:
 
     instruction: str = "instruction_id"
     model: str = "model"
+    patient: str | None = "patient_id"
     response: str = "response"
     error_kind: str = "error_kind"
     correct: str = "correct"
@@ -47,6 +52,7 @@ class MedAlignColumns:
         return [
             self.instruction,
             self.model,
+            *([self.patient] if self.patient else []),
             self.response,
             self.error_kind,
             self.correct,

@@ -119,9 +119,11 @@ def generic_analysis(view: View, s: Settings) -> JSON | None:
         view.undefined.append("subgroup chi-square: some arm has no reviewed response")
         groups = ()
     rater = c.rater if rank and view.has(c.rater) else None
+    cluster = view.clustering["by"]
     options = AnalyzeOptions(
         item=c.instruction,
         model=c.model,
+        cluster=cluster,
         scores=scores,
         human_rank=rank,
         human_label=c.reference_label,
@@ -132,7 +134,7 @@ def generic_analysis(view: View, s: Settings) -> JSON | None:
         resamples=s.resamples,
         seed=s.seed,
     )
-    keep = [x for x in (c.instruction, c.model, rater, rank, *scores, *groups) if x is not None]
+    keep = [x for x in (c.instruction, c.model, cluster, rater, rank, *scores, *groups) if x is not None]
     rows = view.table.rows if rater else tuple(view.primary)
     projected = LongTable(
         view.table.path,

@@ -135,6 +135,7 @@ def _view_json(view: View, s: Settings, description: str) -> JSON:
         "analyze",
     )
     out["errors"] = _errors(view)
+    out["clustering"] = view.clustering
     if not view.primary:
         why = "the table has no rows" if view.name == "all" else "every instruction had a provider error"
         view.undefined.append(f"no instruction in this view: {why}")
@@ -169,8 +170,16 @@ def _errors(view: View) -> JSON:
     }
 
 
-def _percent_ci(values: Sequence[float], s: Settings) -> list[float]:
-    low, high = uncertainty.bootstrap_ci(values, level=s.level, resamples=s.resamples, seed=s.seed)
+def _percent_ci(values: Sequence[float], patients: Sequence[str] | None, s: Settings) -> list[float] | None:
+    """A percent CI over instructions, a patient's instructions drawn together when clustered."""
+    if patients is None:
+        low, high = uncertainty.bootstrap_ci(values, level=s.level, resamples=s.resamples, seed=s.seed)
+    elif len(set(patients)) < 2:
+        return None
+    else:
+        low, high = uncertainty.cluster_bootstrap_ci(
+            values, patients, level=s.level, resamples=s.resamples, seed=s.seed
+        )
     return [100.0 * low, 100.0 * high]
 
 
@@ -184,17 +193,26 @@ def _per_model(view: View, s: Settings) -> JSON:
         view.missing("mean rank", c.rank)
     correct, rank = view.cells(c.correct) if has_correct else {}, view.cells(c.rank) if has_rank else {}
     responses = Counter(m for _, m in view.keys)
+    patients = view.patients()
     out: JSON = {}
     for model in view.models:
         # in instruction order, so the bootstrap CI equals analyze's for the same column
-        judged = [correct[(i, model)] for i in view.items if (i, model) in correct]
+        judged_items = [i for i in view.items if (i, model) in correct]
+        judged = [correct[(i, model)] for i in judged_items]
         ranks = [rank[(i, model)] for i in view.items if (i, model) in rank]
+        ci = (
+            _percent_ci(judged, None if patients is None else [patients[i] for i in judged_items], s)
+            if judged
+            else None
+        )
+        if judged and ci is None:
+            view.undefined.append(f"correct % CI of {model}: its reviewed responses are about one patient")
         stats: JSON = {
             "responses": responses[model],
             "reviewed": len(judged),
             "correct": int(sum(judged)),
             "correct_percent": 100.0 * sum(judged) / len(judged) if judged else None,
-            "ci": _percent_ci(judged, s) if judged else None,
+            "ci": ci,
             "ranked": len(ranks),
             "mean_rank": sum(ranks) / len(ranks) if ranks else None,
         }

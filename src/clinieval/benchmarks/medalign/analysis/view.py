@@ -100,6 +100,28 @@ class View:
                 out[item] = self.table.text(row, column)
         return out
 
+    @property
+    def clustering(self) -> JSON:
+        """How this view's intervals and paired tests resample: by patient when every instruction
+        names one and there are 2+, else instruction by instruction (with the reason)."""
+        column = self.cols.patient
+        if column is None:
+            return {"by": None, "why": "clustering turned off"}
+        labels = self.item_labels(column) if column in self.table.columns else dict.fromkeys(self.items)
+        unnamed = [i for i, p in labels.items() if p is None]
+        if unnamed:
+            return {"by": None, "why": f"instruction {unnamed[0]!r} names no patient in column {column!r}"}
+        patients = len(set(labels.values()))
+        if patients < 2:
+            return {"by": None, "why": "every instruction is about one patient"}
+        return {"by": column, "patients": patients, "items": len(labels)}
+
+    def patients(self) -> dict[str, str] | None:
+        """Instruction → patient when the view is clustered (see :attr:`clustering`), else None."""
+        if self.clustering["by"] is None:
+            return None
+        return {i: str(p) for i, p in self.item_labels(str(self.cols.patient)).items()}
+
     def missing(self, what: str, column: str) -> None:
         self.undefined.append(f"{what}: no values in column {column!r}")
 
