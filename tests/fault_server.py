@@ -44,6 +44,16 @@ class Log:
     bodies: list[dict[str, Any]] = field(default_factory=list)  # every request body as sent
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client killed mid-request (the kill tests do it on purpose) is not an error worth a trace."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FaultServer:
     def __init__(
         self,
@@ -82,19 +92,26 @@ class FaultServer:
                     return
                 server.handle(self, body)
 
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-                self._send_raw(status, json.dumps(payload).encode(), headers)
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> bool:
+                return self._send_raw(status, json.dumps(payload).encode(), headers)
 
-            def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+            def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> bool:
+                """Whether the reply was written: a client killed mid-request (kill tests) is gone."""
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+                    return False
+                return True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -166,7 +183,7 @@ class FaultServer:
             text = None
         else:
             text = self.answer if self.responder is None else self.responder(prompt)
-        h._send(
+        sent = h._send(
             200,
             {
                 "id": "x",
@@ -178,5 +195,7 @@ class FaultServer:
                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
             },
         )
+        if not sent:
+            return
         with self.log.lock:
             self.log.answered.append(prompt)
