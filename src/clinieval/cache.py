@@ -11,10 +11,14 @@ again; deterministic outcomes such as a content-filter refusal are, so a resume 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,14 @@ CREATE TABLE IF NOT EXISTS requests (
     created REAL NOT NULL
 )
 """
+
+
+_SQLITE_STORAGE = (
+    ("database or disk is full", errno.ENOSPC),
+    ("readonly database", errno.EROFS),
+    ("unable to open database file", errno.EACCES),
+)
+"""SQLite's messages for a write the disk refused, and the errno a plain file write would give."""
 
 
 def request_key(kind: str, model: JSON, settings: JSON, prompt: Any, repeat: int) -> str:
@@ -46,14 +58,28 @@ class RequestCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a process kill; only an OS crash may lose the last commits.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute(_SCHEMA)
+        with self._storage():
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives a process kill; only an OS crash may lose the last commits.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.execute(_SCHEMA)
         self.hits = 0
         self.misses = 0
+
+    @contextmanager
+    def _storage(self) -> Iterator[None]:
+        """SQLite's refusals to write, as the OSError a file write would raise (with the cache's
+        path), so the command line reports a full or read-only disk the same way for every file."""
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            text = str(e).lower()
+            code = next((c for phrase, c in _SQLITE_STORAGE if phrase in text), None)
+            if code is None:
+                raise
+            raise OSError(code, os.strerror(code), str(self.path)) from e
 
     def get(self, key: str) -> JSON | None:
         row = self._db.execute("SELECT value FROM requests WHERE key = ?", (key,)).fetchone()
@@ -65,10 +91,11 @@ class RequestCache:
         return value
 
     def put(self, key: str, kind: str, value: JSON) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO requests (key, kind, value, created) VALUES (?, ?, ?, ?)",
-            (key, kind, json.dumps(value, ensure_ascii=False), time.time()),
-        )
+        with self._storage():
+            self._db.execute(
+                "INSERT OR REPLACE INTO requests (key, kind, value, created) VALUES (?, ?, ?, ?)",
+                (key, kind, json.dumps(value, ensure_ascii=False), time.time()),
+            )
 
     def __len__(self) -> int:
         row = self._db.execute("SELECT COUNT(*) FROM requests").fetchone()

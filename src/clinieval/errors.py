@@ -7,6 +7,7 @@ escaping is a bug in clinieval and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -24,3 +25,29 @@ def one_of(value: str, choices: Sequence[T], what: str) -> T:
         if value == choice:
             return choice
     raise UserError(f"{what} {value!r} is unknown; choose from {', '.join(map(str, choices))}")
+
+
+_RESUME = "everything finished before this is kept: free some space and run the same command again to resume"
+_WRITABLE = "nothing finished was changed: make the folder writable or write elsewhere, then run it again"
+_STORAGE_ADVICE = {
+    errno.ENOSPC: ("no space left on the device", _RESUME),
+    errno.EDQUOT: ("disk quota exceeded", _RESUME),
+    errno.EROFS: ("the file system is read-only", _WRITABLE),
+    errno.EACCES: ("permission denied", _WRITABLE),
+    errno.EPERM: ("operation not permitted", _WRITABLE),
+}
+
+
+def storage_message(error: OSError) -> str | None:
+    """One line for a write the disk refused (full, read-only, not ours), naming the file and what
+    to do; None for any other OSError, which stays a bug with its traceback.
+
+    Why here and not at each write: a run writes results, a cache, a manifest and reports from many
+    places, and each of them ends the same way when the disk says no. Resuming is what makes the
+    advice true: finished items are on disk, the rerun asks only for the rest."""
+    advice = _STORAGE_ADVICE.get(error.errno or 0)
+    if advice is None:
+        return None
+    what, todo = advice
+    where = error.filename if error.filename is not None else "a file"
+    return f"cannot write {where}: {what}; {todo}"

@@ -12,9 +12,17 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from clinieval.errors import UserError
+
+
+def raise_named(error: OSError, path: str | os.PathLike[str]) -> NoReturn:
+    """Raise ``error`` with ``path`` as its file name when it had none: a write through an open
+    file object (a full disk met by ``write`` or ``flush``) does not say which file it was writing."""
+    if error.filename is not None or error.errno is None:
+        raise error
+    raise OSError(error.errno, error.strerror, str(path)) from error
 
 
 @contextmanager
@@ -22,13 +30,19 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[TextIO]:
     """A text file that appears at ``path`` only once everything written to it is on disk."""
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    except OSError as e:  # named after the file the user knows, not the temporary one
+        raise OSError(e.errno, e.strerror, str(dest)) from e
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, dest)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise_named(e, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -27,7 +27,7 @@ from typing import IO
 from clinieval import __version__
 from clinieval.cache import RequestCache
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_json
+from clinieval.fsutil import atomic_write_json, raise_named
 from clinieval.records import SampleRecord
 from clinieval.types import JSON
 
@@ -174,8 +174,13 @@ class RunDir:
 
 
 def append_record(f: IO[str], record: SampleRecord) -> None:
-    f.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
-    f.flush()
+    """One line per record, flushed at once: a kill loses at most the line being written, which
+    the next open repairs (a full disk is reported with the results file's name)."""
+    try:
+        f.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+        f.flush()
+    except OSError as e:
+        raise_named(e, f.name)
 
 
 def _first_difference(old: JSON, new: JSON, prefix: str = "") -> str:

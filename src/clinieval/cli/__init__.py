@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
-from clinieval.errors import UserError
+from clinieval.errors import UserError, storage_message
 from clinieval.fsutil import slug
 from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import BackendOptions, parse_model_spec
@@ -319,6 +319,12 @@ def main() -> None:
         app()
     except UserError as e:
         typer.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:
+        message = storage_message(e)
+        if message is None:
+            raise
+        typer.echo(f"error: {message}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted; run the same command again to resume", err=True)
