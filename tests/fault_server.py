@@ -5,6 +5,8 @@ requests carrying that prompt fail that way, then answers normally:
   429, 500      HTTP status (429 sends Retry-After: 0)
   HANG          sleeps longer than any client timeout in the tests
   DROP          closes the connection without answering
+  CUT           starts a 200 answer, sends half its body, then closes the connection
+  503           HTTP 503 (service unavailable)
   BADJSON       HTTP 200 whose body is not JSON
   NOCHOICES     HTTP 200 whose ``choices`` list is empty
   FILTER        HTTP 400 with Azure's content-filter error body (every time)
@@ -163,6 +165,18 @@ class FaultServer:
                 h._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"})
             elif kind == "500":
                 h._send(500, {"error": {"message": "boom"}})
+            elif kind == "503":
+                h._send(503, {"error": {"message": "overloaded"}})
+            elif kind == "CUT":
+                body = json.dumps({"id": "x", "choices": [{"message": {"content": self.answer}}]}).encode()
+                h.send_response(200)
+                h.send_header("Content-Type", "application/json")
+                h.send_header("Content-Length", str(len(body)))
+                h.end_headers()
+                h.wfile.write(body[: len(body) // 2])
+                h.wfile.flush()
+                h.close_connection = True
+                h.connection.shutdown(socket.SHUT_RDWR)
             elif kind == "HANG":
                 time.sleep(5)
             elif kind == "DROP":

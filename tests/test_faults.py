@@ -27,7 +27,7 @@ def ask(server: FaultServer, prompts: list[str], retries: int = 3) -> list:  # t
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("fault", ["429x2", "500x3", "DROPx2", "HANGx1"])
+@pytest.mark.parametrize("fault", ["429x2", "500x3", "503x2", "DROPx2", "CUTx2", "HANGx1"])
 def test_transient_faults_are_retried_until_answered(fault: str) -> None:
     with FaultServer() as server:
         [out] = ask(server, [f"q FAULT:{fault}"])
@@ -42,7 +42,9 @@ def test_transient_faults_are_retried_until_answered(fault: str) -> None:
     [
         ("429x9", ErrorKind.RATE_LIMIT),
         ("500x9", ErrorKind.SERVER_ERROR),
+        ("503x9", ErrorKind.SERVER_ERROR),
         ("DROPx9", ErrorKind.CONNECTION),
+        ("CUTx9", ErrorKind.CONNECTION),
         ("HANGx9", ErrorKind.TIMEOUT),
     ],
 )
