@@ -31,21 +31,12 @@ from clinieval.benchmarks.ehrnoteqa.build.prompts import (
     question_messages,
 )
 from clinieval.benchmarks.ehrnoteqa.build.review import REVIEW_COLUMNS
+from clinieval.ehr.notes import DISCHARGE_HEADER
 from clinieval.errors import UserError
 from tests.conftest import REPO
 from tests.fault_server import FaultServer
 
 SPEC = REPO.parent / "shared" / "spec" / "ehrnoteqa.md"
-DISCHARGE_HEADER = [
-    "note_id",
-    "subject_id",
-    "hadm_id",
-    "note_type",
-    "note_seq",
-    "charttime",
-    "storetime",
-    "text",
-]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from clinieval.benchmarks.ehrnoteqa.build.prompts import CHOICES_PROMPT, QUESTION_PROMPT
+from clinieval.ehr.notes import DISCHARGE_HEADER
 from tests.conftest import BIN
 from tests.fault_server import FaultServer
 from tests.kill_loop import KillLoop, kill_loop
@@ -241,16 +242,6 @@ def test_a_judge_pass_killed_22_times_ends_as_an_uninterrupted_one(arm: Path, tm
 # --- a dataset build --------------------------------------------------------------------------
 
 N_PATIENTS = 60
-DISCHARGE_HEADER = [
-    "note_id",
-    "subject_id",
-    "hadm_id",
-    "note_type",
-    "note_seq",
-    "charttime",
-    "storetime",
-    "text",
-]
 
 
 def _notes(folder: Path) -> tuple[Path, Path]:
