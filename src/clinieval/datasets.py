@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,14 +42,36 @@ def find_dataset_dir(name: str, explicit: Path | None) -> Path:
     raise UserError(f"dataset {name!r} not found (looked in {tried}); pass --data FOLDER")
 
 
+UNDECODABLE = re.compile("[\udc80-\udcff]")
+"""What ``surrogateescape`` decodes bytes that are not UTF-8 to; valid UTF-8 never decodes to these."""
+
+
+def not_utf8(source: object, line: int) -> UserError:
+    """The one error for a line holding bytes that are not UTF-8."""
+    return UserError(f"{source}:{line}: the line is not UTF-8 text; save the file as UTF-8")
+
+
 def read_json(path: Path) -> Any:
+    """A whole-document JSON file (PubMedQA's layout); every way it can be unreadable is one
+    UserError naming the file (and the line, where one is known)."""
     try:
-        with path.open(encoding="utf-8") as f:
-            return json.load(f)
+        with path.open(encoding="utf-8", errors="surrogateescape") as f:
+            text = f.read()
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
+    bad = UNDECODABLE.search(text)
+    if bad is not None:
+        raise not_utf8(path, text.count("\n", 0, bad.start()) + 1)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not readable JSON (arrays or objects nested too deep)") from None
+    except ValueError:  # an integer of over 4,300 digits (Python's limit), so not a value anyway
+        long = re.search(r"[0-9]{4301,}", text)
+        line = 1 if long is None else text.count("\n", 0, long.start()) + 1
+        raise UserError(f"{path}:{line}: not readable JSON (a number with over 4,300 digits)") from None
 
 
 def json_lines(lines: Iterable[str], source: object) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -62,15 +85,28 @@ def json_lines(lines: Iterable[str], source: object) -> Iterator[tuple[str, dict
             item = json.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"{where}: not valid JSON ({e.msg})") from None
+        except (ValueError, RecursionError):  # an integer of over 4,300 digits, or nesting too deep
+            raise UserError(f"{where}: not readable JSON (a number too long or nesting too deep)") from None
         if not isinstance(item, dict):
             raise UserError(f"{where}: expected a JSON object per line, got {type(item).__name__}")
         yield where, item
 
 
+def utf8_lines(lines: Iterable[str], source: object) -> Iterator[str]:
+    """The lines of a file opened with ``errors="surrogateescape"``, or one UserError naming the
+    first line holding bytes that are not UTF-8 (decoding the file strictly would fail a whole
+    chunk ahead of the line being read, so the error could not say which line). Also for
+    ``csv.reader``, whose ``line_num`` counts the same lines."""
+    for n, line in enumerate(lines, 1):
+        if UNDECODABLE.search(line):
+            raise not_utf8(source, n)
+        yield line
+
+
 def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """:func:`json_lines` over a JSON Lines file (a UTF-8 byte-order mark is skipped)."""
-    with path.open(encoding="utf-8-sig") as f:
-        yield from json_lines(f, path)
+    with path.open(encoding="utf-8-sig", errors="surrogateescape") as f:
+        yield from json_lines(utf8_lines(f, path), path)
 
 
 def require(item: dict[str, Any], fld: str, where: str, kind: type | tuple[type, ...]) -> Any:

@@ -18,6 +18,12 @@ class UserError(Exception):
     """A problem with the user's input or environment, explained in one actionable line."""
 
 
+def shown(name: str) -> str:
+    """A name from a user's file for a one-line error: as written, or quoted and escaped when it
+    holds a line break or another unprintable character (a quoted CSV cell may)."""
+    return name if name.isprintable() else repr(name)
+
+
 def one_of(value: str, choices: Sequence[T], what: str) -> T:
     """``value`` as the element of ``choices`` it names (so a ``Literal`` type survives a string
     from the command line), or one error naming ``what`` and every choice."""

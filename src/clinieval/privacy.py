@@ -55,10 +55,15 @@ def allowed_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
 
 def check_endpoint(url: str, allow: Iterable[str] = ()) -> None:
     """Refuse ``url`` unless it is loopback or its host is allowlisted."""
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as e:  # an unclosed "[", or a bracketed host that is not an IP address
+        raise UserError(
+            f"endpoint {url!r}: {e}; expected an http(s) URL such as http://127.0.0.1:8080/v1"
+        ) from None
+    if parts.scheme not in {"http", "https"} or not host:
         raise UserError(f"endpoint {url!r}: expected an http(s) URL such as http://127.0.0.1:8080/v1")
-    host = parts.hostname
     if is_loopback(host) or host.lower() in allowed_hosts(allow):
         return
     raise UserError(

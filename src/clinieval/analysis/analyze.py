@@ -112,6 +112,18 @@ class _Context:
             return None
 
 
+def _about(table: LongTable, what: str, compute: Callable[[], T]) -> T:
+    """``compute()``; a UserError from the statistics below, which know numbers but not files, is
+    raised again (same class) naming the table and the column it was computing, unless it names
+    the table already (a row, a cell)."""
+    try:
+        return compute()
+    except UserError as e:
+        if str(table.path) in str(e):
+            raise
+        raise type(e)(f"{table.path}: {what}: {e}") from None
+
+
 def analyze(table: LongTable, options: AnalyzeOptions) -> JSON:
     """Every statistic the given columns allow, as a JSON-ready dict."""
     _check_columns(table, options)
@@ -128,17 +140,27 @@ def analyze(table: LongTable, options: AnalyzeOptions) -> JSON:
         "items": len({table.text(r, options.item) for r in ctx.primary}),
         "models": models,
         "options": _options_json(options, scores),
-        "scores": {col: _score_section(ctx, col, t) for col, t in tables.items()},
+        "scores": {
+            col: _about(table, f"score column {col!r}", partial(_score_section, ctx, col, t))
+            for col, t in tables.items()
+        },
     }
-    human = _human_section(ctx, tables)
+    human = _about(
+        table, f"column {options.human_rank!r} (--human-rank)", partial(_human_section, ctx, tables)
+    )
     if human is not None:
         out["human"] = human
     if options.human_score is not None:
-        out["judge_vs_human"] = _judge_section(ctx, tables)
+        what = f"column {options.human_score!r} (--human-score)"
+        out["judge_vs_human"] = _about(table, what, partial(_judge_section, ctx, tables))
     if options.correct is not None and options.groups:
-        out["subgroups"] = _subgroup_section(ctx)
+        what = f"column {options.correct!r} (--correct)"
+        out["subgroups"] = _about(table, what, partial(_subgroup_section, ctx))
     if options.run is not None:
-        out["runs"] = {col: _run_section(ctx, col) for col in scores}
+        what = f"column {options.run!r} (--run), score column"
+        out["runs"] = {
+            col: _about(table, f"{what} {col!r}", partial(_run_section, ctx, col)) for col in scores
+        }
     out["undefined"] = ctx.undefined
     return out
 

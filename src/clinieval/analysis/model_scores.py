@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,7 +161,10 @@ def _delimited_rows(path: Path, text: str, delimiter: str | None) -> tuple[str, 
                 f"({quoted(header_cells)})"
             )
         rows.append(_Row(where, dict(zip(header_cells, record, strict=True))))
-    assert header_cells is not None  # the text is not blank, so some record has a non-blank cell
+    if header_cells is None:  # not blank text, but only empty cells (",,," or a lone "")
+        raise UserError(
+            f"{path}: the file is empty (only empty cells); expected a header line and one row per model"
+        )
     return header_where, tuple(header_cells), rows
 
 
@@ -180,6 +184,12 @@ def _json_rows(path: Path, text: str, model_column: str) -> tuple[tuple[str, ...
         except json.JSONDecodeError as e:
             if e.msg != "Extra data":  # several values: JSON Lines saved as .json
                 raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise UserError(f"{path}: not readable JSON (arrays or objects nested too deep)") from None
+        except ValueError:  # an integer of over 4,300 digits (Python's limit), so not a score anyway
+            long = re.search(r"[0-9]{4301,}", text)
+            line = 1 if long is None else text.count("\n", 0, long.start()) + 1
+            raise UserError(f"{path}:{line}: not readable JSON (a number with over 4,300 digits)") from None
         else:
             rows = _json_document(path, document, model_column)
             return _json_columns(rows), rows
@@ -267,7 +277,10 @@ def _number(row: _Row, column: str) -> float | None:
                 "missing)"
             ) from None
     else:
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a JSON integer with hundreds of digits
+            number = math.inf
     if not math.isfinite(number):
         raise UserError(f"{row.where}: column {column!r} is {value!r}; expected a finite number")
     return number

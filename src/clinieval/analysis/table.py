@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clinieval.datasets import json_objects
+from clinieval.datasets import json_objects, utf8_lines
 from clinieval.errors import UserError
 
 _TRUE = frozenset({"true", "yes", "correct"})
@@ -44,7 +44,7 @@ class LongTable:
         if absent:
             raise UserError(
                 f"{self.path}: no column {', '.join(repr(c) for c in absent)}; "
-                f"the columns are {', '.join(self.columns)}"
+                f"the columns are {', '.join(map(repr, self.columns))}"
             )
 
     def text(self, row: Row, column: str) -> str | None:
@@ -62,7 +62,10 @@ class LongTable:
         if value is None or isinstance(value, bool):
             return None if value is None else float(value)
         if isinstance(value, int | float):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # a JSON integer with hundreds of digits
+                number = math.inf
         else:
             text = str(value).strip().lower()
             if text in _MISSING:
@@ -107,8 +110,8 @@ def read_table(path: Path) -> LongTable:
 
 
 def _delimited(path: Path, delimiter: str) -> Iterator[Row]:
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, delimiter=delimiter)
+    with path.open(newline="", encoding="utf-8-sig", errors="surrogateescape") as f:
+        reader = csv.reader(utf8_lines(f, path), delimiter=delimiter)
         header = next(reader, None)
         if header is None:
             return
@@ -128,7 +131,7 @@ def _check_header(path: Path, names: Sequence[str]) -> None:
         raise UserError(f"{path}:1: the header has an empty column name")
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise UserError(f"{path}:1: column(s) {', '.join(dup)} appear twice in the header")
+        raise UserError(f"{path}:1: column(s) {', '.join(map(repr, dup))} appear twice in the header")
 
 
 def _json_lines(path: Path) -> Iterator[Row]:

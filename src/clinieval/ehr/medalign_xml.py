@@ -164,6 +164,7 @@ def _code_line(e: Event) -> str:
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_DOMAIN_NAMES = "an event domain is an ASCII letter or '_', then letters, digits, '_', '.' or '-'"
 
 
 def _esc(s: str) -> str:
@@ -364,6 +365,8 @@ def _parse_tree(data: bytes | str, where: str) -> _Node:
     except expat.ExpatError as e:
         msg = expat.ErrorString(e.code) if e.code else str(e)
         raise UserError(f"{where}: malformed XML at line {e.lineno}, column {e.offset + 1}: {msg}") from None
+    except LookupError as e:  # expat looks up the encoding named by the XML declaration
+        raise UserError(f"{where}: malformed XML at line 1: the XML declaration names an {e}") from None
     return root[0]
 
 
@@ -461,6 +464,8 @@ def _read_items(ctx: _Ctx, nodes: Iterable[_Node], day: date | None, visit_id: s
                 tl.issues["unknown_domain"] += 1
             if not codes:
                 tl.issues["element_without_code"] += 1
+            elif not _NAME_RE.match(node.tag):  # the writer could not write these events back
+                raise ctx.fail(node, f"<{node.tag}> cannot hold events: {_DOMAIN_NAMES}")
             for c in codes:
                 e = parse_code_line(c.text(), node.tag)
                 e.time, e.visit_id = t, visit_id
@@ -565,6 +570,8 @@ def _read_eventstream(ctx: _Ctx, root: _Node) -> None:
                     tl.notes.append(Note(t, name.strip() or "NULL", _read_note_text(text), vid, note_id))
                     continue
                 domain = _RELEASE_DOMAINS.get(etype, etype)
+                if not _NAME_RE.match(domain):  # the writer could not write this event back
+                    raise ctx.fail(ev, f"<event> type {etype!r} is not a domain name: {_DOMAIN_NAMES}")
                 if domain not in EVENT_DOMAINS:
                     tl.issues["unknown_event_type"] += 1
                 code_attr = (ev.attrib.get("code") or "").strip()

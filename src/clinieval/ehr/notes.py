@@ -12,11 +12,13 @@ import csv
 import gzip
 import re
 import sys
+import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from clinieval.datasets import UNDECODABLE, not_utf8
 from clinieval.errors import UserError
 
 MAX_NOTES = 3
@@ -104,9 +106,11 @@ def level_for(total_tokens: int) -> int | None:
 
 
 def _open_text(path: Path) -> TextIO:
+    # surrogateescape: bytes that are not UTF-8 are found in their row (a strict decoder fails a
+    # whole chunk ahead of the row being read, so it could not say which line holds them)
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape", newline="")
+    return path.open(encoding="utf-8", errors="surrogateescape", newline="")
 
 
 def iter_discharge_notes(path: Path, subjects: Collection[str] | None = None) -> Iterator[DischargeNote]:
@@ -121,18 +125,23 @@ def iter_discharge_notes(path: Path, subjects: Collection[str] | None = None) ->
         raise UserError(f"{path}: discharge notes file not found (MIMIC-IV-Note discharge.csv or .csv.gz)")
     csv.field_size_limit(sys.maxsize)  # a discharge summary is one quoted multi-line field
     wanted = None if subjects is None else set(subjects)
+    reader: csv.DictReader[str] | None = None
     try:
         with _open_text(path) as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
+            if any(UNDECODABLE.search(h) for h in header):
+                raise not_utf8(path, reader.line_num)
             missing = [c for c in DISCHARGE_COLUMNS if c not in header]
             if missing:
                 raise UserError(
                     f"{path}: missing column(s) {', '.join(missing)}; "
-                    f"the header is {', '.join(header) or '(empty)'}"
+                    f"the header is {', '.join(map(repr, header)) or '(empty)'}"
                 )
             for row in reader:
                 kind = row.get("note_type")
+                if any(v and UNDECODABLE.search(v) for v in (kind, row["subject_id"])):
+                    raise not_utf8(path, reader.line_num)
                 if kind not in (None, "", "DS"):
                     raise UserError(
                         f"{path}:{reader.line_num}: note_type {kind!r} is not a discharge summary (DS)"
@@ -141,9 +150,12 @@ def iter_discharge_notes(path: Path, subjects: Collection[str] | None = None) ->
                     continue
                 if any(row[c] is None for c in DISCHARGE_COLUMNS):
                     raise UserError(f"{path}:{reader.line_num}: the row has fewer fields than the header")
+                if any(UNDECODABLE.search(row[c]) for c in DISCHARGE_COLUMNS):
+                    raise not_utf8(path, reader.line_num)
                 yield DischargeNote.from_row(row)
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
-        raise UserError(f"{path}: cannot read the discharge notes ({e})") from None
+    except (OSError, EOFError, zlib.error, csv.Error) as e:  # zlib.error: a corrupt .gz
+        where = f"after line {reader.line_num}" if reader is not None and reader.line_num else "at line 1"
+        raise UserError(f"{path}: cannot read the discharge notes {where} ({e})") from None
 
 
 def read_discharge_notes(

@@ -104,12 +104,12 @@ def _as_mapping(span: str) -> dict[str, Any] | None:
     """A span read as a JSON object, or as a Python dict literal (single quotes, True/False)."""
     try:
         value = json.loads(span, strict=False)  # strict=False: raw newlines inside strings
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, an integer over 4,300 digits, or nested too deep
         if len(span) > 20_000:
             return None
         try:
             value = ast.literal_eval(span)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
             return None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         return None
@@ -190,7 +190,11 @@ def as_score(value: Any, low: float, high: float, name: str, *, integral: bool =
     if isinstance(value, bool):
         raise VerdictParseError(f"field {name!r} is a boolean, not a score")
     if isinstance(value, int | float):
-        return check_range(float(value), low, high, name, integral=integral)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer with hundreds of digits
+            number = math.inf
+        return check_range(number, low, high, name, integral=integral)
     if isinstance(value, str):
         m = _NUMBER.match(value)
         if m:

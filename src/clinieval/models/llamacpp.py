@@ -47,10 +47,14 @@ class LlamaCppModel:
         n_ctx: int = 4096,
         n_threads: int | None = None,
     ) -> None:
-        if not path.is_file():
-            raise UserError(f"model file {path}: not found")
+        try:
+            found = path.is_file()
+        except OSError as e:  # a name too long for the file system
+            raise UserError(f"model file {str(path)!r}: {e.strerror or e}") from None
+        if not found:
+            raise UserError(f"model file {str(path)!r}: not found")  # quoted: a spec may hold a line break
         if path.suffix != ".gguf":
-            raise UserError(f"model file {path}: expected a .gguf file")
+            raise UserError(f"model file {str(path)!r}: expected a .gguf file")
         self.path = path
         self._name = name or path.stem
         self.chat = chat

@@ -97,7 +97,12 @@ def _llamacpp(target: str, opts: BackendOptions) -> Model:
 
     looks_like_path = target.endswith(".gguf") or os.sep in target
     if looks_like_path:
-        return LlamaCppModel(Path(target).expanduser(), chat=opts.chat, n_ctx=opts.n_ctx)
+        try:
+            path = Path(target).expanduser()
+        except RuntimeError:  # "~name/..." for a user this system does not know
+            spec = f"llamacpp:{target}"
+            raise UserError(f"model spec {spec!r}: cannot expand {target.split(os.sep)[0]!r}") from None
+        return LlamaCppModel(path, chat=opts.chat, n_ctx=opts.n_ctx)
     entry = find_embedded(target)
     chat = entry.chat if opts.chat is None else opts.chat
     return LlamaCppModel(entry.locate(), name=entry.name, chat=chat, n_ctx=opts.n_ctx)

@@ -23,12 +23,14 @@ def load_pubmedqa(folder: Path, split: Split = "test") -> list[Sample]:
     items_path = folder / "ori_pqal.json"
     items = read_json(items_path)
     if not isinstance(items, dict):
-        raise UserError(f"{items_path}: expected an object keyed by PMID")
+        raise UserError(f"{items_path}: the top level is {_kind(items)}; expected an object keyed by PMID")
     if split == "test":
         truth_path = folder / "test_ground_truth.json"
         truth = read_json(truth_path)
         if not isinstance(truth, dict):
-            raise UserError(f"{truth_path}: expected an object of PMID -> label")
+            raise UserError(
+                f"{truth_path}: the top level is {_kind(truth)}; expected an object of PMID -> label"
+            )
         ids = [str(k) for k in truth]
         missing = [i for i in ids if i not in items]
         if missing:
@@ -38,12 +40,21 @@ def load_pubmedqa(folder: Path, split: Split = "test") -> list[Sample]:
     return [_sample(pmid, items[pmid], f"{items_path} item {pmid}") for pmid in ids]
 
 
+def _kind(value: object) -> str:
+    """A JSON value's kind as JSON names it, for an error about the file's top level."""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else "a number"
+    )
+
+
 def _sample(pmid: str, item: object, where: str) -> Sample:
     if not isinstance(item, dict):
         raise UserError(f"{where}: expected an object")
     question = require(item, "QUESTION", where, str)
     contexts = require(item, "CONTEXTS", where, list)
     labels = item.get("LABELS") or [""] * len(contexts)
+    if not isinstance(labels, list):
+        raise UserError(f"{where}: field 'LABELS' is {_kind(labels)}; expected a list of section names")
     decision = require(item, "final_decision", where, str)
     if decision not in CHOICES:
         raise UserError(f"{where}: final_decision {decision!r} is not one of {', '.join(CHOICES)}")

@@ -19,6 +19,7 @@ connection, the temporary files and the order of work.
 from __future__ import annotations
 
 import itertools
+import re
 import shutil
 import tempfile
 import weakref
@@ -195,15 +196,18 @@ class OmopSource:
                 if missing:
                     raise UserError(f"OMOP table {t} in {where} lacks required column {', '.join(missing)}")
             materialise = "TABLE" if sources["concept"][1].endswith((".csv", ".csv.gz")) else "VIEW"
-            con.execute(
-                f"CREATE {materialise} _concept AS SELECT concept_id, concept_name, vocabulary_id, "
-                "concept_code FROM (SELECT TRY_CAST(concept_id AS BIGINT) AS concept_id, "
-                "CAST(concept_name AS VARCHAR) AS concept_name, "
-                "CAST(vocabulary_id AS VARCHAR) AS vocabulary_id, "
-                "CAST(concept_code AS VARCHAR) AS concept_code FROM raw_concept) "
-                "WHERE concept_id IS NOT NULL QUALIFY row_number() OVER "
-                "(PARTITION BY concept_id ORDER BY concept_code, concept_name, vocabulary_id) = 1"
-            )
+            try:
+                con.execute(
+                    f"CREATE {materialise} _concept AS SELECT concept_id, concept_name, vocabulary_id, "
+                    "concept_code FROM (SELECT TRY_CAST(concept_id AS BIGINT) AS concept_id, "
+                    "CAST(concept_name AS VARCHAR) AS concept_name, "
+                    "CAST(vocabulary_id AS VARCHAR) AS vocabulary_id, "
+                    "CAST(concept_code AS VARCHAR) AS concept_code FROM raw_concept) "
+                    "WHERE concept_id IS NOT NULL QUALIFY row_number() OVER "
+                    "(PARTITION BY concept_id ORDER BY concept_code, concept_name, vocabulary_id) = 1"
+                )
+            except duckdb.Error as e:  # a CSV concept table is read in full here
+                raise _read_error(p, e) from None
         except BaseException:
             _close(con, tmp)
             raise
@@ -257,12 +261,17 @@ class OmopSource:
 
     def person_ids(self) -> list[str]:
         """Every person id, in the order :meth:`iter_timelines` yields them."""
+        import duckdb
+
         c = self._sql.col("person", "person_id")
-        rows = self._con.execute(
-            f"SELECT s.pid FROM (SELECT DISTINCT pid, TRY_CAST(pid AS BIGINT) AS pkey FROM "
-            f"(SELECT {id_sql(c)} AS pid FROM raw_person) WHERE pid IS NOT NULL) s "
-            f"ORDER BY {_PERSON_ORDER}"
-        ).fetchall()
+        try:
+            rows = self._con.execute(
+                f"SELECT s.pid FROM (SELECT DISTINCT pid, TRY_CAST(pid AS BIGINT) AS pkey FROM "
+                f"(SELECT {id_sql(c)} AS pid FROM raw_person) WHERE pid IS NOT NULL) s "
+                f"ORDER BY {_PERSON_ORDER}"
+            ).fetchall()
+        except duckdb.Error as e:  # the first query that reads the person table's rows
+            raise _read_error(self.path, e) from None
         return [str(r[0]) for r in rows]
 
     def iter_timelines(self, person_ids: Iterable[str] | None = None) -> Iterator[Timeline]:
@@ -301,6 +310,8 @@ class OmopSource:
                     f"DuckDB ran out of memory staging {self.path}: open it with a larger memory_limit "
                     f"({str(e).splitlines()[0]})"
                 ) from None
+            except duckdb.Error as e:  # staging reads every row of every table
+                raise _read_error(self.path, e) from None
             person_cols = self._sql.person().n_out
             tables = [self._sql.visit()]
             tables += [self._sql.event(spec) for spec in EVENT_TABLES if spec.table in self.tables]
@@ -422,6 +433,22 @@ class OmopSource:
 def _close(con: duckdb.DuckDBPyConnection, tmp: Path) -> None:
     con.close()
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read_error(source: Path, error: duckdb.Error) -> UserError:
+    """One line for a table DuckDB could not read (a CSV row with an unterminated quote or bytes
+    that are not UTF-8): ``file:line`` from DuckDB's report (its ``file =`` line and its first
+    line, ``CSV Error on Line: 3``), and the reason."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    first = lines[0] if lines else type(error).__name__
+    where = next((line.partition("=")[2].strip() for line in lines if line.startswith("file =")), "")
+    at = re.search(r"\bLine: (\d+)", first)
+    if where and at:
+        where += f":{at[1]}"
+    reason = next((x for x in lines[1:3] if not x.startswith("Original Line")), "")
+    return UserError(
+        f"OMOP table file {where or source}: cannot be read ({' '.join(x for x in (first, reason) if x)})"
+    )
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:

@@ -57,12 +57,25 @@ def csv_sql(f: Path) -> str:
     dominates the cost of small tables.
     """
     opener = gzip.open if f.name.lower().endswith(".gz") else open
-    with opener(f, "rt", encoding="utf-8-sig", newline="") as fh:
-        header = fh.readline().rstrip("\r\n")
+    try:
+        with opener(f, "rt", encoding="utf-8-sig", newline="") as fh:
+            header = fh.readline().rstrip("\r\n")
+    except UnicodeDecodeError as e:  # decoded a chunk at a time from the start, so e.start is the offset
+        raise UserError(f"OMOP table file {f} is not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except (OSError, EOFError) as e:  # a .gz file that is not gzip, or is cut short
+        raise UserError(f"OMOP table file {f}: cannot read its header line ({e})") from None
     if not header.strip():
         raise UserError(f"OMOP table file {f} is empty: it needs at least a header line")
     delim = max(",\t|;", key=header.count)
     names = next(csv.reader([header], delimiter=delim))
+    keys = [n.strip().lower() for n in names]  # DuckDB's names ignore case
+    if "" in keys:
+        raise UserError(f"OMOP table file {f}:1: column {keys.index('') + 1} of the header has no name")
+    repeated = sorted({n for n in keys if keys.count(n) > 1})
+    if repeated:
+        raise UserError(
+            f"OMOP table file {f}:1: column(s) {', '.join(map(repr, repeated))} appear twice in the header"
+        )
     columns = "{" + ", ".join(f"{literal(n.strip())}: 'VARCHAR'" for n in names) + "}"
     return (
         f"SELECT * FROM read_csv({literal(str(f))}, header = true, auto_detect = false, "

@@ -69,7 +69,7 @@ def _letter(review: Review, row: ReviewRow, column: str) -> str | None:
 
 def _num_notes(review: Review, row: ReviewRow) -> int:
     text = row.cells["num_notes"].strip()
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # isdigit alone takes '²'
         raise UserError(
             f"{review.at(row, 'num_notes')} is {text[:30]!r}: expected the number of notes (1, 2 or 3)"
         )
@@ -195,7 +195,7 @@ def _final_item(
     if not pid:
         raise UserError(f"{review.at(row, 'patient_id')} is empty")
     item: JSON = {
-        "patient_id": int(pid) if pid.isdigit() else pid,
+        "patient_id": int(pid) if pid.isascii() and pid.isdigit() else pid,
         "num_notes": _num_notes(review, row),
         "question": question,
         **{f"choice_{x}": choices[x] for x in OPTION_LETTERS},

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
-from clinieval.errors import UserError
+from clinieval.errors import UserError, shown
 from clinieval.fsutil import atomic_write_csv, spreadsheet_text
 
 __all__ = [
@@ -140,7 +140,7 @@ def _parse_review(path: Path, reader: Any) -> Review:
     if missing:
         raise UserError(
             f"{path}: row 1 (the header) has no column {', '.join(map(repr, missing))}; a review file "
-            f"has the columns {', '.join(REVIEW_COLUMNS)} (its header is: {', '.join(header)})"
+            f"has the columns {', '.join(REVIEW_COLUMNS)} (its header is: {', '.join(map(shown, header))})"
         )
     rows: list[ReviewRow] = []
     number = 1

@@ -179,7 +179,7 @@ def _rank(table: CsvTable, row: CsvRow, column: str) -> int | None:
     text = row.cells[column].strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # isdigit alone takes '²'
         raise UserError(f"{table.at(row, column)}: {text!r} is not a rank (1, 2, ...) or empty")
     return int(text)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clinieval.errors import UserError
+from clinieval.errors import UserError, shown
 
 __all__ = ["CsvRow", "CsvTable", "read_table", "refuse_overwrite", "sibling_path"]
 
@@ -74,7 +74,7 @@ def _parse_table(path: Path, reader: Any, required: Sequence[str], what: str) ->
     if missing:
         raise UserError(
             f"{path}: no column {', '.join(map(repr, missing))} (the {what} CSV needs "
-            f"{', '.join(required)}); its header is: {', '.join(header)}"
+            f"{', '.join(required)}); its header is: {', '.join(map(shown, header))}"
         )
     rows: list[CsvRow] = []
     while True:
