@@ -66,12 +66,18 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-    except RecursionError:
-        raise UserError(f"{path}: not readable JSON (arrays or objects nested too deep)") from None
-    except ValueError:  # an integer of over 4,300 digits (Python's limit), so not a value anyway
-        long = re.search(r"[0-9]{4301,}", text)
-        line = 1 if long is None else text.count("\n", 0, long.start()) + 1
-        raise UserError(f"{path}:{line}: not readable JSON (a number with over 4,300 digits)") from None
+    except (RecursionError, ValueError) as e:
+        raise beyond_json_limits(path, text, e) from None
+
+
+def beyond_json_limits(path: Path, text: str, error: RecursionError | ValueError) -> UserError:
+    """The error for JSON that parses in principle but not in Python: nesting deeper than the
+    recursion limit, or an integer of over 4,300 digits (Python's limit; not a usable value anyway)."""
+    if isinstance(error, RecursionError):
+        return UserError(f"{path}: not readable JSON (arrays or objects nested too deep)")
+    long = re.search(r"[0-9]{4301,}", text)
+    line = 1 if long is None else text.count("\n", 0, long.start()) + 1
+    return UserError(f"{path}:{line}: not readable JSON (a number with over 4,300 digits)")
 
 
 def json_lines(lines: Iterable[str], source: object) -> Iterator[tuple[str, dict[str, Any]]]:

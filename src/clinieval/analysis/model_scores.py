@@ -18,13 +18,12 @@ import hashlib
 import io
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from clinieval.datasets import json_lines
+from clinieval.datasets import beyond_json_limits, json_lines
 from clinieval.errors import UserError
 
 __all__ = ["LONG_LABELS", "LONG_SCORE", "ModelScores", "quoted", "read_scores", "split_columns"]
@@ -184,12 +183,8 @@ def _json_rows(path: Path, text: str, model_column: str) -> tuple[tuple[str, ...
         except json.JSONDecodeError as e:
             if e.msg != "Extra data":  # several values: JSON Lines saved as .json
                 raise UserError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-        except RecursionError:
-            raise UserError(f"{path}: not readable JSON (arrays or objects nested too deep)") from None
-        except ValueError:  # an integer of over 4,300 digits (Python's limit), so not a score anyway
-            long = re.search(r"[0-9]{4301,}", text)
-            line = 1 if long is None else text.count("\n", 0, long.start()) + 1
-            raise UserError(f"{path}:{line}: not readable JSON (a number with over 4,300 digits)") from None
+        except (RecursionError, ValueError) as e:
+            raise beyond_json_limits(path, text, e) from None
         else:
             rows = _json_document(path, document, model_column)
             return _json_columns(rows), rows
