@@ -8,11 +8,12 @@ here (docs/architecture.md).
 from __future__ import annotations
 
 from clinieval.benchmark import Benchmark
-from clinieval.benchmarks import ehrnoteqa, jsonl, medalign, pubmedqa
+from clinieval.benchmarks import ehrnoteqa, jsonl, medalign, medeval, pubmedqa
 
 BENCHMARKS: tuple[Benchmark, ...] = (
     pubmedqa.BENCHMARK,
     medalign.BENCHMARK,
     ehrnoteqa.BENCHMARK,
+    medeval.BENCHMARK,
     jsonl.BENCHMARK,
 )

@@ -1,0 +1,241 @@
+"""``clinieval medeval``: run, analyze, label, train and demo MedEval evaluations.
+
+Thin: each command parses its options, calls the library and prints. The work lives beside this
+module: ``records`` (the data's types), ``data`` / ``mimic_cxr`` / ``openi`` / ``synth`` (loading and
+the synthetic corpus), ``prompts`` and ``parsing`` (the paper's prompts, the qualified rate),
+``task`` (arms), ``scoring``, ``analysis`` / ``report``, ``labeller`` (rule-based codes) and
+``baselines`` (trained classifiers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clinieval.cli_options import AllowHost, Concurrency, Retries, ShowProgress, Timeout, command_group
+from clinieval.errors import UserError, one_of
+from clinieval.models.spec import BackendOptions
+from clinieval.runs import find_run_dirs as run_dirs
+
+app = command_group("MedEval: radiology sentence and report tasks (run, analyze, label, train, demo).")
+
+SHOT_SWEEP = (1, 3, 5, 7, 9)
+"""The paper's explored few-shot counts (``--shots sweep``)."""
+
+
+def parse_shots(values: list[str] | None) -> list[int]:
+    """``--shots`` values: counts, ``paper`` (the paper's setting per task) or ``sweep`` (1,3,5,7,9)."""
+    out: list[int] = []
+    for value in values or ["0"]:
+        if value == "sweep":
+            out += SHOT_SWEEP
+        elif value.isascii() and value.isdigit():
+            out.append(int(value))
+        else:
+            raise UserError(f"--shots {value!r}: give a number of examples (0 for zero-shot) or 'sweep'")
+    return list(dict.fromkeys(out))
+
+
+@app.command()
+def run(
+    data: Annotated[Path, typer.Option(help="a MedEval-shaped folder (`clinieval medeval demo` writes one)")],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="model spec (repeatable: one arm each)")],
+    out: Annotated[Path, typer.Option(help="folder for the arms' run directories (model x task x shots)")],
+    task: Annotated[
+        list[str] | None,
+        typer.Option(help="abnormality, ambiguity, rewriting, codes, summarization (repeatable)"),
+    ] = None,
+    shots: Annotated[
+        list[str] | None,
+        typer.Option(help="examples from the train split: 0, N, or 'sweep' (1,3,5,7,9); repeatable"),
+    ] = None,
+    paper_examples: Annotated[
+        bool, typer.Option(help="use the paper's fixed examples (abnormality, ambiguity, rewriting)")
+    ] = False,
+    seed: Annotated[int, typer.Option(help="seed of the example draw and of splits the data lacks")] = 0,
+    max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (the paper: 200)")] = 200,
+    limit: Annotated[int | None, typer.Option(help="evaluate only the first N items of each task")] = None,
+    concurrency: Concurrency = None,
+    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 4096,
+    timeout: Timeout = 600.0,
+    retries: Retries = 4,
+    allow_host: AllowHost = None,
+    overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
+    progress: ShowProgress = True,
+) -> None:
+    """Prompt every model on every task, zero-shot and with k examples; score with the qualified rate.
+
+    Re-running the same command resumes each arm where it stopped.
+    """
+    from clinieval.benchmarks.medeval.data import load_folder
+    from clinieval.benchmarks.medeval.prompts import PAPER_EXAMPLES, TASKS
+    from clinieval.benchmarks.medeval.task import GENERATION, MedEvalSettings, run_task_arm
+    from clinieval.models.spec import arm_dir_name
+
+    tasks = [one_of(t, TASKS, "--task") for t in (task or list(TASKS))]
+    counts = parse_shots(shots)
+    loaded = load_folder(data, seed=seed)
+    typer.echo(loaded.describe())
+    base = MedEvalSettings(
+        generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
+        backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
+        limit=limit,
+        concurrency=concurrency,
+        overwrite=overwrite,
+        progress=progress,
+        seed=seed,
+    )
+    paper = dataclasses.replace(base, paper_examples=True)
+    counted = [dataclasses.replace(base, shots=k) for k in (counts if shots or not paper_examples else [])]
+    without = [t for t in tasks if t not in PAPER_EXAMPLES]
+    if paper_examples and without:
+        if len(without) == len(tasks) and not counted:
+            raise UserError(
+                f"the paper published no few-shot examples for {', '.join(without)}; use --shots N"
+            )
+        typer.echo(
+            f"note: the paper published no examples for {', '.join(without)}; --paper-examples skips them"
+        )
+    for spec in model:
+        for name in tasks:
+            own = [paper] if paper_examples and name in PAPER_EXAMPLES else []
+            for settings in own + counted:
+                label = "paper" if settings.paper_examples else f"{settings.shots}shot"
+                path = out / arm_dir_name(spec, f"{name}-{label}")
+                items = loaded.items_for(name)
+                result = asyncio.run(
+                    run_task_arm(name, items, spec, path, settings, loaded.files, loaded.split_info())
+                )
+                _print_run(f"{spec} ({name}, {label})", result)
+    typer.echo(f"next: clinieval medeval analyze {out}")
+
+
+def _print_run(label: str, result: object) -> None:
+    from rich.console import Console
+
+    from clinieval.session import RunResult
+    from clinieval.summary import render_table
+
+    assert isinstance(result, RunResult)
+    console = Console()
+    console.print(render_table(result.summaries, title=f"{label}: {result.run_path}"))
+    console.print(result.stats_line)
+
+
+@app.command()
+def analyze(
+    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
+    out: Annotated[Path, typer.Option(help="folder for medeval.json, medeval.md and medeval.html")] = Path(
+        "medeval-report"
+    ),
+    level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
+    resamples: Annotated[int, typer.Option(min=1, help="bootstrap resamples")] = 2000,
+    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    classifiers: Annotated[
+        Path | None,
+        typer.Option(help="a `medeval train` folder: its ambiguity and abnormality classifiers give ΔAcc"),
+    ] = None,
+    classifier_kind: Annotated[
+        str, typer.Option(help="which trained classifiers: tfidf or encoder")
+    ] = "tfidf",
+) -> None:
+    """Every task's metrics per model and shot setting, with CIs, curves, domains and every answer."""
+    from clinieval.benchmarks.medeval.analysis import Settings, medeval_analysis, read_arm
+    from clinieval.benchmarks.medeval.report import write_medeval_report
+
+    arms = [read_arm(p) for p in run_dirs(runs)]
+    if not arms:
+        raise UserError(f"no MedEval run directories under {', '.join(map(str, runs))}")
+    pair = None
+    if classifiers is not None:
+        pair = (
+            classifiers / "models" / f"{classifier_kind}-ambiguity",
+            classifiers / "models" / f"{classifier_kind}-abnormality",
+        )
+    result = medeval_analysis(arms, Settings(level, resamples, seed), pair)
+    synthetic = any(_synthetic(a.path) for a in arms)
+    written = write_medeval_report(result, arms, out, synthetic=synthetic)
+    typer.echo(f"{len(arms)} arms; written: " + ", ".join(str(p) for p in written))
+
+
+def _synthetic(run: Path) -> bool:
+    """Whether an arm ran on the synthetic corpus (its data files say so)."""
+    from clinieval.runs import RunDir
+
+    files = RunDir.open(run).manifest().get("data") or {}
+    return any("synthetic" in Path(f).name for f in files)
+
+
+@app.command()
+def label(
+    reports: Annotated[
+        Path, typer.Argument(help="CSV whose first column holds report text (header `Reports`)")
+    ],
+    out: Annotated[Path, typer.Option(help="CSV in the CheXpert layout: Reports + 14 observation columns")],
+    chexpert: Annotated[
+        Path | None,
+        typer.Option(help="the CheXpert labeler's folder (phrases/); default: ../shared/data's copy"),
+    ] = None,
+) -> None:
+    """Label chest reports with the rule-based labeller (CheXpert's phrases, medspacy's ConText)."""
+    from clinieval.benchmarks.medeval.labeller import label_csv
+
+    n = label_csv(reports, out, chexpert=chexpert)
+    typer.echo(f"{n} reports labelled; written: {out}")
+
+
+@app.command()
+def train(
+    data: Annotated[Path, typer.Option(help="a MedEval-shaped folder (`clinieval medeval demo` writes one)")],
+    out: Annotated[Path, typer.Option(help="folder for models/<kind>-<task>/ and arms/baseline-*")],
+    kind: Annotated[list[str] | None, typer.Option(help="tfidf and/or encoder (repeatable)")] = None,
+    task: Annotated[list[str] | None, typer.Option(help="abnormality, ambiguity, codes (repeatable)")] = None,
+    epochs: Annotated[int, typer.Option(min=1, help="encoder epochs (the paper: 10)")] = 3,
+    seed: Annotated[int, typer.Option(help="training seed, and of splits the data lacks")] = 0,
+) -> None:
+    """Fine-tune the adapted-PLM baselines on the train split; write their test answers as arms."""
+    from clinieval.benchmarks.medeval.baselines.classifiers import KINDS
+    from clinieval.benchmarks.medeval.baselines.train import CLASSIFIED, lead_sentence_arm, train_baseline
+    from clinieval.benchmarks.medeval.data import load_folder
+
+    kinds = [one_of(k, KINDS, "--kind") for k in (kind or ["tfidf"])]
+    tasks = [one_of(t, CLASSIFIED, "--task") for t in (task or list(CLASSIFIED))]
+    loaded = load_folder(data, seed=seed)
+    typer.echo(loaded.describe())
+    for k in kinds:
+        for name in tasks:
+            done = train_baseline(
+                k, name, loaded.items_for(name), out, seed=seed, epochs=epochs, split_info=loaded.split_info()
+            )
+            metrics = ", ".join(f"{m} {v:.1f}" for m, v in done.card["metrics"].items())
+            typer.echo(f"{k} {name}: {metrics} ({done.card['training_seconds']:.1f} s); {done.model_dir}")
+    lead = lead_sentence_arm(loaded.items_for("summarization"), out / "arms" / "baseline-lead-sentence")
+    typer.echo(f"lead-sentence summaries: {lead}")
+
+
+@app.command()
+def demo(
+    out: Annotated[
+        Path, typer.Option(help="folder for the synthetic corpus, the arms, the baselines, the report")
+    ],
+    model: Annotated[
+        list[str] | None, typer.Option("--model", "-m", help="models under test (default: both embedded)")
+    ] = None,
+    items: Annotated[int, typer.Option(min=1, help="test items per task and model")] = 12,
+    seed: Annotated[int, typer.Option(help="seed of the corpus, the splits and the examples")] = 0,
+    encoder_epochs: Annotated[int, typer.Option(min=1, help="epochs of the fine-tuned encoder")] = 2,
+    progress: ShowProgress = True,
+) -> None:
+    """MedEval end to end on the synthetic corpus (not MedEval's data): every task, both embedded
+    models zero-shot and few-shot, the trained baselines, and the report."""
+    from clinieval.benchmarks.medeval.demo import DemoPlan, demo_models, run_demo
+
+    plan = DemoPlan(
+        out, demo_models(model), items=items, seed=seed, encoder_epochs=encoder_epochs, progress=progress
+    )
+    written = run_demo(plan, typer.echo)
+    typer.echo("written: " + ", ".join(str(p) for p in written))

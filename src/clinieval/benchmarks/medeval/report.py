@@ -1,0 +1,259 @@
+"""The MedEval analysis as a report: Markdown, one self-contained HTML page and the JSON, built only
+from :func:`clinieval.benchmarks.medeval.analysis.medeval_analysis` (``—`` marks an undefined value).
+
+Per task, a table of every arm (model x shot setting) with both views of the paper's metrics and
+the qualified rate; the k-shot curve of each task and each arm's per-domain score as figures (with
+the same numbers as tables in Markdown); then every answer of every arm (input, gold, answer,
+qualified, correct) so a reader can see what the numbers count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from clinieval import report
+from clinieval.analysis.markdown import md_number
+from clinieval.benchmarks.medeval.analysis import MAIN_METRIC, Arm
+from clinieval.benchmarks.medeval.prompts import TASKS
+from clinieval.report import Block, Document, Paragraph, Section, Table
+from clinieval.report.charts import bar_chart_svg, line_chart_svg
+
+JSON = dict[str, Any]
+
+TASK_TITLES = {
+    "abnormality": "Abnormality identification (sentence NLU)",
+    "ambiguity": "Ambiguity identification (sentence NLU)",
+    "rewriting": "Disambiguation rewriting (sentence NLG)",
+    "codes": "Report code prediction (report NLU, 14 chest observations)",
+    "summarization": "Report summarisation (report NLG)",
+}
+SYNTHETIC_WARNING = (
+    "These numbers are on clinieval's synthetic radiology corpus, not on MedEval's data (which is not "
+    "public): they exercise the method end to end and are not comparable with the paper's."
+)
+ANSWER_CELL = 160
+
+
+def _n(value: Any, digits: int = 1) -> str:
+    return md_number(value, digits)
+
+
+def _ci(entry: JSON | None) -> str:
+    if not entry or entry.get("value") is None:
+        return "—"
+    ci = entry.get("ci")
+    return _n(entry["value"]) + ("" if not ci else f" [{ci[0]:.1f}–{ci[1]:.1f}]")
+
+
+def _metric_cells(task: str, metrics: JSON) -> tuple[list[str], list[str]]:
+    if task in ("abnormality", "ambiguity"):
+        a, f = metrics["accuracy"], metrics["macro_f1"]
+        header = ["accuracy [95% CI]", "accuracy, qualified only", "macro-F1", "macro-F1, qualified only"]
+        return header, [
+            _ci(a["counted_wrong"]),
+            _ci(a["qualified"]),
+            _n(f["counted_wrong"]),
+            _n(f["qualified"]),
+        ]
+    if task == "codes":
+        a, e = metrics["average_accuracy"], metrics["exact_match"]
+        header = ["average accuracy [95% CI]", "qualified only", "exact match", "exact match, qualified only"]
+        return header, [
+            _ci(a["counted_wrong"]),
+            _ci(a["qualified"]),
+            _ci(e["counted_wrong"]),
+            _ci(e["qualified"]),
+        ]
+    header = ["ROUGE-1", "ROUGE-2", "ROUGE-L [95% CI]", "ROUGE sum", "BLEU-4", "BLEU-4, qualified only"]
+    view, qual = metrics.get("counted_wrong") or {}, metrics.get("qualified") or {}
+    cells = [
+        _ci(view.get("rouge1")),
+        _ci(view.get("rouge2")),
+        _ci(view.get("rougeL")),
+        _ci(view.get("rouge_sum")),
+    ]
+    return header, [*cells, _n(view.get("bleu4")), _n(qual.get("bleu4"))]
+
+
+def _task_table(task: str, arms: Sequence[JSON]) -> Table:
+    rows, header = [], ["model", "setting", "items", "failed", "qualified rate"]
+    for arm in arms:
+        names, cells = _metric_cells(task, arm["metrics"])
+        rows.append(
+            [
+                arm["model"],
+                arm["setting"],
+                str(arm["items"]),
+                str(arm["failed"]),
+                _n(100 * arm["qualified_rate"]),
+                *cells,
+            ]
+        )
+        header = ["model", "setting", "items", "failed", "qualified rate", *names]
+    return Table(header, rows)
+
+
+def _curve(task: str, curves: JSON) -> Block | None:
+    by_model: JSON = curves.get(task) or {}
+    settings = sorted({s for v in by_model.values() for s in v}, key=_setting_order)
+    if len(settings) < 2:
+        return None
+    series = {m: [v.get(s) for s in settings] for m, v in by_model.items()}
+    title = f"{TASK_TITLES[task]}: {result_metric({'task': task})} by shot setting"
+    rows = [[m, *(_n(x) for x in values)] for m, values in series.items()]
+    return report.Raw(
+        line_chart_svg(title, settings, series, (0.0, 100.0)),
+        [Paragraph(title, "note"), Table(["model", *settings], rows)],
+    )
+
+
+def _setting_order(setting: str) -> tuple[int, str]:
+    head = setting.split("-")[0]
+    return (0 if setting == "zero-shot" else int(head) if head.isdigit() else 99, setting)
+
+
+def _domains(arm: JSON) -> Block | None:
+    domains = arm.get("by_domain") or {}
+    values = {d: v["value"] for d, v in domains.items() if v["value"] is not None}
+    if len(values) < 2:
+        return None
+    title = f"{arm['model']}, {arm['setting']}: {result_metric(arm)} by domain"
+    rows = [[d, str(domains[d]["items"]), _n(v)] for d, v in values.items()]
+    return report.Raw(
+        bar_chart_svg(title, values, (0.0, 100.0)),
+        [Paragraph(title, "note"), Table(["domain", "items", result_metric(arm)], rows)],
+    )
+
+
+def result_metric(arm: JSON) -> str:
+    """The headline metric's name for an arm result (its task read from the JSON)."""
+    return dict(MAIN_METRIC).get(arm["task"], "score")
+
+
+def _answers_table(arm: Arm) -> Table:
+    rows = []
+    for r in arm.records:
+        score = r.scores.get(f"medeval_{arm.task}")
+        meta = dict(score.metadata or {}) if score is not None else {}
+        shown = r.sample.metadata.get("sentence") or r.sample.metadata.get("findings") or r.sample.input
+        answer = r.output.text if r.output is not None and r.output.ok else f"(failed: {r.error_kind()})"
+        gold = r.sample.target if r.sample.target is not None else "(14 codes)"
+        value = "—" if score is None or score.value is None else _n(score.value, 2)
+        rows.append(
+            [
+                r.sample.id,
+                _cut(str(shown)),
+                _cut(str(gold)),
+                _cut(answer),
+                str(bool(meta.get("qualified"))),
+                value,
+            ]
+        )
+    return Table(["id", "input", "gold", "answer", "qualified", "score"], rows)
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ANSWER_CELL else text[: ANSWER_CELL - 1] + "…"
+
+
+def _deltas(task_arms: Sequence[JSON]) -> Block | None:
+    rows = []
+    for a in task_arms:
+        d = a.get("classifier_deltas")
+        if not d:
+            continue
+        am, ab, c = d["delta_acc_am"], d["delta_acc_ab"], d["classifiers"]
+        used = f"{c['ambiguity']['kind']} / {c['abnormality']['kind']}"
+        rows.append(
+            [
+                a["model"],
+                a["setting"],
+                _ci({"value": am["delta"], "ci": am["ci"]}),
+                _ci({"value": ab["delta"], "ci": ab["ci"]}),
+                used,
+            ]
+        )
+    if not rows:
+        return None
+    header = ["model", "setting", "ΔAcc_am (higher is better)", "ΔAcc_ab (lower is better)", "classifiers"]
+    return Table(header, rows)
+
+
+def _classifier_note(task_arms: Sequence[JSON]) -> Block | None:
+    for a in task_arms:
+        d = a.get("classifier_deltas")
+        if d:
+            c = d["classifiers"]
+            return Paragraph(
+                f"Measured with the ambiguity classifier {c['ambiguity']['path']} (its own test metrics "
+                f"{c['ambiguity']['test_metrics']}) and the abnormality classifier "
+                f"{c['abnormality']['path']} ({c['abnormality']['test_metrics']}).",
+                "note",
+            )
+    return None
+
+
+def _comparisons(result: JSON) -> list[Block]:
+    fam = result.get("families") or {}
+    rows = [
+        [task, *(_best(fam[task].get(f)) for f in ("adapted PLM", "prompted LLM"))]
+        for task in TASKS
+        if task in fam
+    ]
+    few = [
+        [r["model"], r["task"], _n(r["zero_shot"]), _n(r["best_few_shot"]), r["best_setting"] or "—"]
+        for r in result.get("zero_vs_few") or []
+    ]
+    out: list[Block] = []
+    if rows:
+        out.append(
+            Section(
+                "Adapted PLMs vs prompted LLMs (best arm of each, headline metric)",
+                [Table(["task", "adapted PLM", "prompted LLM"], rows)],
+            )
+        )
+    if few:
+        header = ["model", "task", "zero-shot", "best few-shot", "its setting"]
+        out.append(Section("Zero-shot vs few-shot", [Table(header, few)]))
+    if result.get("undefined"):
+        out.append(Section("Not computed", [report.BulletList(result["undefined"])]))
+    return out
+
+
+def _best(entry: JSON | None) -> str:
+    return "—" if not entry else f"{_n(entry['value'])} ({entry['model']}, {entry['setting']})"
+
+
+def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool) -> Document:
+    """The whole report; ``arms`` (the records) feed only the per-answer tables."""
+    blocks: list[Block] = [
+        Paragraph(
+            f"{len(result['arms'])} arms. Metrics in two views: unqualified answers (and failed calls) "
+            "counted wrong, and qualified answers only; the qualified rate is the share of answers in the "
+            f"required format. Bootstrap: {result['options']['resamples']:,} resamples over items, seed "
+            f"{result['options']['seed']}.",
+            "note",
+        )
+    ]
+    for task in TASKS:
+        task_arms = [a for a in result["arms"] if a["task"] == task]
+        if not task_arms:
+            continue
+        parts: list[Block] = [_task_table(task, task_arms)]
+        parts += [b for b in (_deltas(task_arms), _classifier_note(task_arms)) if b is not None]
+        curve = _curve(task, result["curves"])
+        parts += [curve] if curve is not None else []
+        parts += [b for a in task_arms if (b := _domains(a)) is not None]
+        blocks.append(Section(TASK_TITLES[task], parts, anchor=task))
+    blocks += _comparisons(result)
+    answers = [Section(f"{a.model}, {a.task}, {a.setting}", [_answers_table(a)]) for a in arms]
+    blocks.append(Section("Every answer", answers, anchor="answers"))
+    return Document("MedEval analysis", blocks, warnings=[SYNTHETIC_WARNING] if synthetic else [])
+
+
+def write_medeval_report(result: JSON, arms: Sequence[Arm], out: Path, *, synthetic: bool) -> list[Path]:
+    """``medeval.json``, ``medeval.md`` and ``medeval.html`` in ``out``, written atomically."""
+    return report.write_report(result, build_document(result, arms, synthetic), out, "medeval")

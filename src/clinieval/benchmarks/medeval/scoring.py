@@ -1,0 +1,109 @@
+"""Per-answer scores of the five MedEval tasks, read from a run's records.
+
+Each score's value is what the "unqualified counted wrong" view averages (an unqualified answer
+scores 0); its metadata says whether the answer was qualified, so the analysis can also average
+over qualified answers only, and report the qualified rate beside both. A failed model call is
+never scored (value None, with its error kind), as everywhere in clinieval.
+
+The NLG tasks score each answer with one text metric here (ROUGE-L for summaries, BLEU-4 against
+the clinician's rewrite for rewriting) so a run's summary has a number; the analysis computes the
+paper's full set (ROUGE-1/2/L, their sum, corpus BLEU-4, and the classifier deltas) from the
+recorded answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from clinieval.benchmarks.medeval.parsing import LABELS, read_codes, read_label
+from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
+from clinieval.records import SampleRecord
+from clinieval.scoring.scorers import failed_score, generated_output
+from clinieval.types import Score
+
+
+def _failed(record: SampleRecord, name: str) -> Score | None:
+    out = generated_output(record, name)
+    return None if out.ok else failed_score(out.error_kind, out.error_message)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelAccuracy:
+    """Abnormality or ambiguity: 1 when the answer is exactly the gold label."""
+
+    task: Literal["abnormality", "ambiguity"]
+
+    @property
+    def name(self) -> str:
+        return f"medeval_{self.task}"
+
+    needs: Literal["generate"] = "generate"
+    needs_choices: bool = False
+
+    def score(self, record: SampleRecord) -> Score:
+        failed = _failed(record, self.name)
+        if failed is not None:
+            return failed
+        label = read_label(generated_output(record, self.name).text, LABELS[self.task])
+        gold = str(record.sample.target)
+        return Score(
+            value=float(label == gold),
+            explanation=None if label is not None else "unqualified: not exactly one allowed label",
+            metadata={"qualified": label is not None, "label": label, "gold": gold},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CodeAccuracy:
+    """Code prediction: the share of the 14 observations predicted right (the paper averages this
+    over reports as "average accuracy"), and whether all 14 were right (exact match)."""
+
+    name: str = "medeval_codes"
+    needs: Literal["generate"] = "generate"
+    needs_choices: bool = False
+
+    def score(self, record: SampleRecord) -> Score:
+        failed = _failed(record, self.name)
+        if failed is not None:
+            return failed
+        answer = read_codes(generated_output(record, self.name).text)
+        gold = record.sample.metadata["codes"]
+        right = {o: answer.qualified and answer.predictions.get(o) == gold[o] for o in CHEXPERT_OBSERVATIONS}
+        return Score(
+            value=sum(right.values()) / len(right),
+            explanation="; ".join(answer.problems) or None,
+            metadata={
+                "qualified": answer.qualified,
+                "exact": all(right.values()),
+                "correct": right,
+                "predictions": answer.predictions,
+            },
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TextOverlap:
+    """An NLG answer against its reference (the impression, or the clinician's rewrite) with one
+    text metric; an empty answer is unqualified."""
+
+    task: Literal["summarization", "rewriting"]
+    metric: str
+
+    @property
+    def name(self) -> str:
+        return f"medeval_{self.task}"
+
+    needs: Literal["generate"] = "generate"
+    needs_choices: bool = False
+
+    def score(self, record: SampleRecord) -> Score:
+        from clinieval.scoring.text.registry import text_metric
+
+        failed = _failed(record, self.name)
+        if failed is not None:
+            return failed
+        text = generated_output(record, self.name).text.strip()
+        reference = str(record.sample.target)
+        value = text_metric(self.metric).sentence([text], [reference])[0] if text else 0.0
+        return Score(value=value, metadata={"qualified": bool(text), "metric": self.metric})

@@ -1,0 +1,220 @@
+"""One MedEval arm: a model on one of the five tasks, zero-shot or with k examples.
+
+Each test item becomes a :class:`~clinieval.types.Sample` whose input is the whole prompt (the
+paper's template with the item and the few-shot examples in place), so a run's fingerprint covers
+the exact text sent. Few-shot examples come from the train split, drawn with a seed and balanced
+over the classes for the classification tasks (the paper's NLU setting uses as many examples as
+classes), or are the paper's own examples (``paper_examples``). Temperature 0 and 200 new tokens,
+as in the paper.
+
+Inputs longer than a model's window: the paper notes that both chunking and dropping distort, and
+asks that the policy be recorded. Here the policy is *drop*: an over-long prompt is sent as is,
+the backend refuses it, and the record carries the ``context_length`` failure (counted, never
+scored); every record also carries its prompt's length in the model's own tokens.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clinieval.benchmarks.medeval.prompts import (
+    PAPER_SHOTS,
+    SENTENCE_TASKS,
+    Shots,
+    TaskName,
+    data_shots,
+    findings_of,
+    gold_label,
+    paper_shots,
+    report_prompt,
+    sentence_prompt,
+)
+from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
+from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, TextOverlap
+from clinieval.errors import UserError
+from clinieval.models.base import Model
+from clinieval.scoring.scorers import Scorer
+from clinieval.session import ArmSettings, RunResult, run_arm
+from clinieval.task import PromptTemplate, Task
+from clinieval.types import JSON, GenerationConfig, Sample
+
+GENERATION = GenerationConfig(temperature=0.0, max_tokens=200, seed=0)
+"""The paper's decoding: temperature 0, at most 200 new tokens."""
+
+Item = SentenceItem | ReportItem
+
+
+@dataclass(frozen=True, slots=True)
+class MedEvalSettings(ArmSettings):
+    """An arm's settings: which examples, from which split, and how absent codes are asked for."""
+
+    generation: GenerationConfig = field(default_factory=lambda: GENERATION)
+    shots: int = 0
+    paper_examples: bool = False
+    seed: int = 0
+    split: Split = "test"
+    absent_as: str = "unknown"
+    """What a code the report never mentions should be predicted as. The prompt offers positive,
+    negative or unknown; of those only "unknown" is true of an observation the report is silent on."""
+
+
+def eligible(task: TaskName, item: Item) -> bool:
+    """Whether an item has what ``task`` needs (a label, a rewrite, chest codes, both sections)."""
+    if isinstance(item, SentenceItem):
+        if task == "abnormality":
+            return item.abnormal is not None
+        if task == "ambiguity":
+            return item.ambiguous is not None
+        if task == "rewriting":
+            return bool(item.ambiguous) and bool(item.rewrite) and item.abnormal is not None
+        return False
+    if task == "codes":
+        return item.domain == CHEST
+    if task == "summarization":
+        return bool(item.findings.strip()) and bool(item.impression.strip())
+    return False
+
+
+def _class_of(task: TaskName, item: Item) -> str:
+    if isinstance(item, SentenceItem) and task in ("abnormality", "ambiguity"):
+        return gold_label(task, item)
+    return ""
+
+
+def draw_examples(task: TaskName, pool: Sequence[Item], k: int, seed: int) -> list[Item]:
+    """k train items, seeded; classes taken in turn so two examples of a two-class task cover
+    both classes, as the paper's examples do."""
+    candidates = [x for x in pool if eligible(task, x)]
+    if len(candidates) < k:
+        raise UserError(
+            f"{task}: {k} examples asked for, but the train split has {len(candidates)} usable items"
+        )
+    rng = random.Random(f"medeval-shots:{seed}:{task}")
+    by_class: dict[str, list[Item]] = {}
+    for x in sorted(candidates, key=lambda x: x.id):
+        by_class.setdefault(_class_of(task, x), []).append(x)
+    for members in by_class.values():
+        rng.shuffle(members)
+    picked: list[Item] = []
+    while len(picked) < k:
+        for label in sorted(by_class):
+            if by_class[label] and len(picked) < k:
+                picked.append(by_class[label].pop())
+    return picked
+
+
+def _shots(task: TaskName, train: Sequence[Item], settings: MedEvalSettings) -> tuple[Shots, list[str]]:
+    if settings.paper_examples:
+        return paper_shots(task), []
+    if settings.shots == 0:
+        return Shots(), []
+    examples = draw_examples(task, train, settings.shots, settings.seed)
+    return data_shots(task, examples), [x.id for x in examples]
+
+
+def _sample(task: TaskName, item: Item, shots: Shots, settings: MedEvalSettings) -> Sample:
+    meta: JSON = {"task": task, "domain": item.domain, "split": item.split}
+    if isinstance(item, SentenceItem):
+        prompt = sentence_prompt(task, item, shots)
+        target = item.rewrite if task == "rewriting" else gold_label(task, item)
+        meta |= {
+            "level": "sentence",
+            "sentence": item.sentence,
+            "abnormal": item.abnormal,
+            "ambiguous": item.ambiguous,
+            "ambiguity_kind": item.ambiguity_kind,
+        }
+    else:
+        prompt = report_prompt(task, item, shots)
+        meta["level"] = "report"
+        if task == "codes":
+            codes = {o: item.codes.get(o, "absent") for o in CHEXPERT_OBSERVATIONS}
+            meta["codes"] = {o: settings.absent_as if v == "absent" else v for o, v in codes.items()}
+            target = None
+        else:
+            target = item.impression
+            meta["findings"] = findings_of(item)
+    return Sample(id=item.id, input=prompt, target=target, metadata=meta)
+
+
+def scorers_for(task: TaskName) -> tuple[Scorer, ...]:
+    if task in ("abnormality", "ambiguity"):
+        return (LabelAccuracy(task),)
+    if task == "codes":
+        return (CodeAccuracy(),)
+    if task == "rewriting":
+        return (TextOverlap("rewriting", "bleu"),)
+    return (TextOverlap("summarization", "rougeL"),)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLength:
+    """The *drop* policy: the prompt goes as is; its length in the model's tokens is recorded, and
+    a prompt longer than the window comes back as a ``context_length`` failure."""
+
+    name: str = "drop"
+
+    async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
+        try:
+            tokens: int | None = await model.count_tokens(sample.input)
+        except UserError:  # a server without a tokenize route: the length is unknown, not a failure
+            tokens = None
+        return "", {"policy": self.name, "prompt_tokens": tokens}
+
+
+def medeval_task(
+    task: TaskName,
+    items: Sequence[Item],
+    settings: MedEvalSettings,
+    data_files: Sequence[Path] = (),
+    split_info: JSON | None = None,
+) -> Task:
+    """The task for one arm: the ``settings.split`` items ``task`` can use, prompted with the
+    examples the settings ask for (drawn from the train split)."""
+    train = [x for x in items if x.split == "train"]
+    shots, shot_ids = _shots(task, train, settings)
+    tested = [x for x in items if x.split == settings.split and eligible(task, x)]
+    if not tested:
+        raise UserError(f"{task}: no {settings.split} item has what the task needs")
+    samples = [_sample(task, x, shots, settings) for x in tested]
+    params: JSON = {
+        "task": task,
+        "level": "sentence" if task in SENTENCE_TASKS else "report",
+        "shots": len(shots.lines),
+        "paper_examples": settings.paper_examples,
+        "shot_ids": shot_ids,
+        "shot_seed": settings.seed,
+        "split": settings.split,
+        "splits": split_info or {},
+        "absent_as": settings.absent_as if task == "codes" else None,
+        "context_policy": "drop",
+        "paper_shots": PAPER_SHOTS[task],
+    }
+    return Task(
+        name=f"medeval-{task}",
+        load=lambda: list(samples),
+        prompt=PromptTemplate(user="{input}"),
+        scorers=scorers_for(task),
+        generation=settings.generation,
+        context_policy=PromptLength(),
+        data_files=list(data_files),
+        params=params,
+    )
+
+
+async def run_task_arm(
+    task: TaskName,
+    items: Sequence[Item],
+    model_spec: str,
+    out: Path,
+    settings: MedEvalSettings,
+    data_files: Sequence[Path] = (),
+    split_info: JSON | None = None,
+) -> RunResult:
+    """One model on one task with one shot setting, into ``out`` (resuming what it holds)."""
+    return await run_arm(
+        medeval_task(task, items, settings, data_files, split_info), model_spec, out, settings
+    )

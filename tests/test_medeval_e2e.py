@@ -1,0 +1,158 @@
+"""MedEval end to end over real model calls: the five tasks against a local OpenAI-compatible server
+(started here on 127.0.0.1) whose scripted answers are the gold ones, or deliberately chatty; the
+analysis must then read exactly what was scripted. Then `clinieval run medeval-TASK`, the labeller
+command, and the demo with the real embedded model."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clinieval.benchmarks.medeval.baselines.train import answer_text
+from clinieval.benchmarks.medeval.data import load_folder
+from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
+from clinieval.benchmarks.medeval.synth.writer import write_synthetic
+from tests.conftest import need_shared, run_cli
+from tests.fault_server import FaultServer
+
+LIMIT = 8
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("medeval") / "data"
+    write_synthetic(folder, seed=1, sentences=240, reports=160)
+    return folder
+
+
+def _gold_answers(folder: Path) -> dict[str, str]:
+    """What a perfect model answers, keyed by the text the prompt asks about."""
+    loaded = load_folder(folder, seed=0)
+    out: dict[str, str] = {}
+    for s in loaded.sentences:
+        out[f"label:{s.sentence}"] = "abnormal" if s.abnormal else "normal"
+        out[f"ambiguity:{s.sentence}"] = "ambiguous" if s.ambiguous else "unambiguous"
+        if s.rewrite:
+            out[f"rewrite:{s.sentence.rstrip('.')}"] = s.rewrite
+    for r in loaded.reports:
+        codes = tuple(r.codes.get(o, "absent") for o in CHEXPERT_OBSERVATIONS)
+        out[f"codes:{r.text}"] = answer_text("codes", tuple("unknown" if c == "absent" else c for c in codes))
+        out[f"summary:{r.findings.strip().rstrip('.')}"] = r.impression
+    return out
+
+
+def responder(gold: dict[str, str], chatty_every: int = 0) -> Any:
+    """Answers each prompt's last query with its gold answer; every ``chatty_every``-th answer is
+    wrapped in a sentence, which the qualified rate must count as unqualified."""
+    count = {"n": 0}
+
+    def reply(prompt: str) -> str:
+        last = prompt.rsplit("\n", 1)[-1]
+        if "abnormal findings" in prompt:
+            key = "label:" + re.findall(r"Sentence: (.*?) Label:$", last)[-1]
+        elif "classify ambiguous" in prompt:
+            key = "ambiguity:" + re.findall(r"Sentence: (.*?) Label:$", last)[-1]
+        elif "rewrite ambiguous" in prompt:
+            key = "rewrite:" + re.findall(r"Sentence: (.*?)\. (?:Diagnostic: \w+\. )?Rewrite:$", last)[-1]
+        elif "14 observations" in prompt:
+            key = "codes:" + re.findall(r"Report: (.*) Mentioned observations:$", prompt, re.S)[-1]
+        else:
+            key = "summary:" + re.findall(r"Report: (.*?)\. Summary:$", last, re.S)[-1]
+        answer = gold[key]
+        count["n"] += 1
+        if chatty_every and count["n"] % chatty_every == 0 and key.startswith(("label:", "ambiguity:")):
+            return f"The answer is {answer}."
+        return answer
+
+    return reply
+
+
+@pytest.fixture(scope="module")
+def arms(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The arms, plus what a rerun of the same command and a `clinieval run medeval-TASK` sent (one
+    server throughout: its URL is part of the model's identity, so a rerun must meet the same one)."""
+    out = tmp_path_factory.mktemp("arms")
+    gold = _gold_answers(corpus)
+    command = (
+        "medeval", "run", "--data", str(corpus), "--out", str(out), "--shots", "0", "--paper-examples",
+        "--limit", str(LIMIT), "--no-progress",
+    )  # fmt: skip
+    seen: dict[str, Any] = {}
+    with FaultServer(responder=responder(gold, chatty_every=4)) as server:
+        spec = f"openai:{server.url}@fault"
+        done = run_cli(*command, "-m", spec)
+        assert done.returncode == 0, done.stderr
+        first = len(server.log.received)
+        again = run_cli(*command, "-m", spec)
+        seen["rerun"] = (again.returncode, len(server.log.received) - first, again.stderr)
+        single = run_cli(
+            "run", "medeval-ambiguity", "--data", str(corpus), "-m", spec, "--out",
+            str(out.parent / "one"), "--limit", "5", "--no-progress",
+        )  # fmt: skip
+        seen["single"] = (single.returncode, len(server.log.received) - first, single.stderr)
+    yield out, seen
+
+
+def _analysis(arms: Path, out: Path) -> dict[str, Any]:
+    done = run_cli("medeval", "analyze", str(arms), "--out", str(out), "--resamples", "200")
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads((out / "medeval.json").read_text())
+    return data
+
+
+@pytest.mark.slow
+def test_scripted_answers_are_read_back_exactly(arms: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    folder, _ = arms
+    result = _analysis(folder, tmp_path / "report")
+    by = {(a["task"], a["setting"]): a for a in result["arms"]}
+    # the paper's examples exist for the three sentence tasks: 3 + 5 zero-shot arms
+    assert len(result["arms"]) == 8
+    for task in ("abnormality", "ambiguity"):
+        arm = by[(task, "zero-shot")]
+        assert arm["items"] == LIMIT and arm["failed"] == 0
+        qualified = arm["qualified"]
+        assert qualified < LIMIT  # every 4th answer was chatty
+        acc = arm["metrics"]["accuracy"]
+        assert acc["qualified"]["value"] == 100.0  # every qualified answer is the gold
+        assert acc["counted_wrong"]["value"] == pytest.approx(100.0 * qualified / LIMIT)
+    codes = by[("codes", "zero-shot")]["metrics"]
+    assert codes["exact_match"]["counted_wrong"]["value"] == 100.0
+    assert codes["average_accuracy"]["counted_wrong"]["value"] == 100.0
+    summary = by[("summarization", "zero-shot")]["metrics"]["counted_wrong"]
+    assert summary["rougeL"]["value"] == pytest.approx(100.0) and summary["bleu4"] == pytest.approx(100.0)
+    rewrite = by[("rewriting", "3-shot (paper's examples)")]["metrics"]["counted_wrong"]
+    assert rewrite["bleu4"] == pytest.approx(100.0)
+    assert any("ΔAcc_am" in u for u in result["undefined"])  # no classifiers given
+    html = (tmp_path / "report" / "medeval.html").read_text()
+    assert "<svg" in html and "not on MedEval" in html  # the curve, and the synthetic-data warning
+    manifest = json.loads(next(folder.glob("*abnormality-0shot")).joinpath("manifest.json").read_text())
+    params = manifest["spec"]["task"]["params"]
+    assert params["splits"]["sentences"]["method"] == "seeded 7:1:2" and params["context_policy"] == "drop"
+
+
+@pytest.mark.slow
+def test_rerunning_asks_nothing_and_run_names_one_task(
+    arms: tuple[Path, dict[str, Any]], corpus: Path
+) -> None:
+    _, seen = arms
+    code, sent, err = seen["rerun"]
+    assert code == 0 and sent == 0, err  # every arm resumed complete
+    code, sent, err = seen["single"]
+    assert code == 0 and sent == 5, err  # `clinieval run medeval-ambiguity`: one arm, 5 items
+    bad = run_cli("run", "medeval-essay", "--data", str(corpus), "-m", "openai:http://127.0.0.1:9/v1@m")
+    assert bad.returncode == 2 and "MedEval task 'essay' is unknown" in bad.stderr
+
+
+def test_the_label_command_reproduces_the_labelers_gold(tmp_path: Path) -> None:
+    folder = need_shared("chexpert-labeler")
+    out = tmp_path / "labeled.csv"
+    done = run_cli("medeval", "label", str(folder / "sample_reports.csv"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == (folder / "labeled_reports.csv").read_bytes()
+    missing = run_cli("medeval", "label", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "x.csv"))
+    assert missing.returncode == 2 and "nope.csv" in missing.stderr and not (tmp_path / "x.csv").exists()
