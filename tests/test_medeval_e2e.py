@@ -128,6 +128,8 @@ def test_scripted_answers_are_read_back_exactly(arms: tuple[Path, dict[str, Any]
     rewrite = by[("rewriting", "3-shot (paper's examples)")]["metrics"]["counted_wrong"]
     assert rewrite["bleu4"] == pytest.approx(100.0)
     assert any("ΔAcc_am" in u for u in result["undefined"])  # no classifiers given
+    [zero] = [x for x in result["levels"] if x["setting"] == "zero-shot"]
+    assert zero["report"] == [pytest.approx(100.0), 2]  # codes and summaries, both perfect
     html = (tmp_path / "report" / "medeval.html").read_text()
     assert "<svg" in html and "not on MedEval" in html  # the curve, and the synthetic-data warning
     manifest = json.loads(next(folder.glob("*abnormality-0shot")).joinpath("manifest.json").read_text())

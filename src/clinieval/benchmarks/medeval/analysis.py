@@ -294,6 +294,7 @@ def medeval_analysis(
         "options": {"level": s.level, "resamples": s.resamples, "seed": s.seed},
         "arms": results,
         "families": family_comparison(results),
+        "levels": by_level(results),
         "zero_vs_few": zero_vs_few(results),
         "curves": {t: {m: dict(v) for m, v in by_model.items()} for t, by_model in curves.items()},
         "main_metric": dict(MAIN_METRIC),
@@ -333,3 +334,27 @@ def zero_vs_few(results: Sequence[JSON]) -> list[JSON]:
             }
         )
     return rows
+
+
+def by_level(results: Sequence[JSON]) -> list[JSON]:
+    """Per model and setting, the mean headline value over the sentence tasks and over the report
+    tasks it ran (the paper's per-level averages; each task's headline metric, 0-100)."""
+    from clinieval.benchmarks.medeval.prompts import SENTENCE_TASKS
+
+    groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        value = main_value(r)
+        if value is not None:
+            level = "sentence" if r["task"] in SENTENCE_TASKS else "report"
+            groups[(r["model"], r["setting"])][level].append(value)
+    return [
+        {
+            "model": model,
+            "setting": setting,
+            **{
+                level: (sum(v) / len(v), len(v)) if (v := values.get(level)) else None
+                for level in ("sentence", "report")
+            },
+        }
+        for (model, setting), values in groups.items()
+    ]

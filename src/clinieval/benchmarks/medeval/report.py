@@ -215,12 +215,28 @@ def _comparisons(result: JSON) -> list[Block]:
                 [Table(["task", "adapted PLM", "prompted LLM"], rows)],
             )
         )
+    levels = [
+        [r["model"], r["setting"], *(_level(r[lv]) for lv in ("sentence", "report"))]
+        for r in result.get("levels") or []
+    ]
+    if levels:
+        header = [
+            "model",
+            "setting",
+            "sentence tasks (mean headline, tasks)",
+            "report tasks (mean headline, tasks)",
+        ]
+        out.append(Section("By level", [Table(header, levels)]))
     if few:
         header = ["model", "task", "zero-shot", "best few-shot", "its setting"]
         out.append(Section("Zero-shot vs few-shot", [Table(header, few)]))
     if result.get("undefined"):
         out.append(Section("Not computed", [report.BulletList(result["undefined"])]))
     return out
+
+
+def _level(entry: list[float] | None) -> str:
+    return "—" if not entry else f"{_n(entry[0])} ({int(entry[1])})"
 
 
 def _best(entry: JSON | None) -> str:
