@@ -1799,6 +1799,55 @@ def test_fuzz_pubmedqa_json(tmp_path: Path) -> None:
     tally.check()
 
 
+MEDEVAL_WORDS = (
+    "id", "sentence", "domain", "abnormal", "ambiguous", "rewrite", "ambiguity_kind", "split", "report",
+    "findings", "impression", "codes", "normal", "unambiguous", "train", "test", "chest x-ray",
+    "positive", "negative", "unknown", "absent", "-1.0", "Edema", "jargon",
+)  # fmt: skip
+
+
+def _medeval_seeds(tmp: Path) -> list[tuple[str, str, str]]:
+    """(table kind, extension, text): the synthetic corpus's tables, in JSON Lines and CSV."""
+    from clinieval.benchmarks.medeval.synth.writer import write_synthetic
+
+    seeds = []
+    for fmt in ("jsonl", "csv"):
+        folder = tmp / f"seed-{fmt}"
+        write_synthetic(folder, seed=0, sentences=12, reports=6, fmt=fmt)  # type: ignore[arg-type]
+        for kind in ("sentences", "reports"):
+            seeds.append((kind, fmt, (folder / f"synthetic-{kind}.{fmt}").read_text(encoding="utf-8")))
+    return seeds
+
+
+def test_fuzz_medeval_tables(tmp_path: Path) -> None:
+    """MedEval-shaped sentence and report tables (CSV and JSON Lines), as `medeval run --data` reads them."""
+    from clinieval.benchmarks.medeval.data import load_reports, load_sentences
+
+    seeds = _medeval_seeds(tmp_path)
+    tally = Tally("MedEval tables")
+
+    @st.composite
+    def cases(draw: st.DrawFn) -> tuple[str, str, bytes]:
+        kind, fmt, text = draw(st.sampled_from(seeds))
+        return kind, fmt, draw(nearly_valid([text], MEDEVAL_WORDS, structured_for(fmt, MEDEVAL_WORDS)))
+
+    @FUZZ
+    @given(cases())
+    def case(args: tuple[str, str, bytes]) -> None:
+        kind, fmt, data = args
+        path = write(tmp_path / f"{kind}.{fmt}", data)
+        try:
+            items = load_sentences(path) if kind == "sentences" else load_reports(path)
+        except UserError as e:
+            tally.reject(e, path)
+        else:
+            assert all(x.id for x in items)
+            tally.accept()
+
+    case()
+    tally.check()
+
+
 # =================================================================================================
 # Exit code 2 and no partial output, through the real command line
 

@@ -77,6 +77,39 @@ def line_chart_svg(
     return f"<figure>{''.join(parts)}<figcaption>{_e(title)}</figcaption></figure>"
 
 
+def grouped_bar_chart_svg(
+    title: str,
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    y_range: tuple[float, float],
+) -> str:
+    """Bars grouped by ``groups`` (on the x axis), one colour per series; a None value leaves a gap."""
+    low, high = y_range
+    names = list(series)
+    slot = (WIDTH - LEFT - RIGHT) / max(len(groups), 1)
+    bar = slot * 0.8 / max(len(names), 1)
+    parts = _axes(title, [], low, high)
+    for g, group in enumerate(groups):
+        x0 = LEFT + g * slot + slot * 0.1
+        parts.append(
+            f'<text x="{x0 + slot * 0.4:.1f}" y="{HEIGHT - BOTTOM + 14}" font-size="9" '
+            f'text-anchor="middle">{_e(group[:14])}<title>{_e(group)}</title></text>'
+        )
+        for k, name in enumerate(names):
+            value = series[name][g]
+            if value is None:
+                continue
+            top = _y(value, low, high)
+            parts.append(
+                f'<rect x="{x0 + k * bar:.1f}" y="{top:.1f}" width="{bar * 0.9:.1f}" '
+                f'height="{HEIGHT - BOTTOM - top:.1f}" fill="{PALETTE[k % len(PALETTE)]}">'
+                f"<title>{_e(name)}, {_e(group)}: {value:.1f}</title></rect>"
+            )
+    parts += _legend(names)
+    parts.append("</svg>")
+    return f"<figure>{''.join(parts)}<figcaption>{_e(title)}</figcaption></figure>"
+
+
 def bar_chart_svg(title: str, bars: Mapping[str, float], y_range: tuple[float, float]) -> str:
     """One bar per label, its value written above it."""
     low, high = y_range

@@ -289,7 +289,8 @@ def medeval_analysis(
             )
     curves: dict[str, dict[str, dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
     for r in results:
-        curves[r["task"]][r["model"]][r["setting"]] = main_value(r)
+        if r["family"] == "prompted LLM":  # a trained baseline has no shot setting to plot
+            curves[r["task"]][r["model"]][r["setting"]] = main_value(r)
     return {
         "options": {"level": s.level, "resamples": s.resamples, "seed": s.seed},
         "arms": results,

@@ -18,7 +18,7 @@ from clinieval.analysis.markdown import md_number
 from clinieval.benchmarks.medeval.analysis import MAIN_METRIC, Arm
 from clinieval.benchmarks.medeval.prompts import TASKS
 from clinieval.report import Block, Document, Paragraph, Section, Table
-from clinieval.report.charts import bar_chart_svg, line_chart_svg
+from clinieval.report.charts import grouped_bar_chart_svg, line_chart_svg
 
 JSON = dict[str, Any]
 
@@ -114,16 +114,21 @@ def _setting_order(setting: str) -> tuple[int, str]:
     return (0 if setting == "zero-shot" else int(head) if head.isdigit() else 99, setting)
 
 
-def _domains(arm: JSON) -> Block | None:
-    domains = arm.get("by_domain") or {}
-    values = {d: v["value"] for d, v in domains.items() if v["value"] is not None}
-    if len(values) < 2:
+def _domains(task: str, arms: Sequence[JSON]) -> Block | None:
+    """Every arm's headline score per domain, as one grouped bar chart (a table in Markdown)."""
+    shown = [a for a in arms if len(a.get("by_domain") or {}) >= 2]
+    if not shown:
         return None
-    title = f"{arm['model']}, {arm['setting']}: {result_metric(arm)} by domain"
-    rows = [[d, str(domains[d]["items"]), _n(v)] for d, v in values.items()]
+    domains = sorted({d for a in shown for d in a["by_domain"]})
+    series = {
+        f"{a['model']}, {a['setting']}": [(a["by_domain"].get(d) or {}).get("value") for d in domains]
+        for a in shown
+    }
+    title = f"{TASK_TITLES[task]}: {result_metric({'task': task})} by domain"
+    rows = [[name, *(_n(v) for v in values)] for name, values in series.items()]
     return report.Raw(
-        bar_chart_svg(title, values, (0.0, 100.0)),
-        [Paragraph(title, "note"), Table(["domain", "items", result_metric(arm)], rows)],
+        grouped_bar_chart_svg(title, domains, series, (0.0, 100.0)),
+        [Paragraph(title, "note"), Table(["arm", *domains], rows)],
     )
 
 
@@ -262,7 +267,8 @@ def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool) -> Docume
         parts += [b for b in (_deltas(task_arms), _classifier_note(task_arms)) if b is not None]
         curve = _curve(task, result["curves"])
         parts += [curve] if curve is not None else []
-        parts += [b for a in task_arms if (b := _domains(a)) is not None]
+        domains = _domains(task, task_arms)
+        parts += [domains] if domains is not None else []
         blocks.append(Section(TASK_TITLES[task], parts, anchor=task))
     blocks += _comparisons(result)
     answers = [Section(f"{a.model}, {a.task}, {a.setting}", [_answers_table(a)]) for a in arms]
