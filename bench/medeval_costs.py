@@ -1,8 +1,8 @@
 """What MedEval's machinery costs besides the model: building prompts, and training the baselines.
 
 * **Prompt building**, per task: clinieval's builder (:func:`sentence_prompt` / :func:`report_prompt`
-  with k examples already written as lines) against a bare baseline that only fills a prebuilt
-  template string with ``str.format`` (the least any harness must do). The ratio shows what the
+  with k examples already written as lines) against a bare baseline that only joins a prebuilt
+  prefix, the item's text and a prebuilt suffix (the least any harness must do). The ratio shows what the
   builder adds per item; both are timed over the same items, median of ``--rounds``.
 * **Baseline training**, per task on the synthetic corpus's train split: TF-IDF + logistic
   regression, and the MiniLM encoder fine-tuned for ``--epochs`` (seconds per epoch reported), each
@@ -74,11 +74,11 @@ def _builders(
         if isinstance(first, SentenceItem)
         else report_prompt(task, first, shots)
     )
-    template = whole.replace(_query_text(task, first), "{}")
+    prefix, _, suffix = whole.rpartition(_query_text(task, first))
     texts = [_query_text(task, x) for x in tested]
 
     def bare() -> object:
-        return [template.replace("{}", t) for t in texts]
+        return [prefix + t + suffix for t in texts]
 
     return build, bare
 
