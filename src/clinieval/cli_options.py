@@ -32,6 +32,7 @@ JudgeTemperature = Annotated[
     ),
 ]
 ShowProgress = Annotated[bool, typer.Option(help="show progress bars")]
+OverwriteArms = Annotated[bool, typer.Option(help="discard different runs at the arms' folders")]
 
 
 def command_group(help: str) -> typer.Typer:

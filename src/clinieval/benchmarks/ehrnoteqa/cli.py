@@ -17,6 +17,7 @@ from clinieval.cli_options import (
     AllowHost,
     Concurrency,
     JudgeTemperature,
+    OverwriteArms,
     Retries,
     ShowProgress,
     Timeout,
@@ -87,7 +88,7 @@ def run(
     timeout: Timeout = 600.0,
     retries: Retries = 4,
     allow_host: AllowHost = None,
-    overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
+    overwrite: OverwriteArms = False,
     progress: ShowProgress = True,
 ) -> None:
     """Answer every question with every model in each format; score letters and log-likelihoods.

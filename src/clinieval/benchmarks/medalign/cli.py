@@ -19,6 +19,7 @@ from clinieval.cli_options import (
     Concurrency,
     JudgeTemperature,
     NCtx,
+    OverwriteArms,
     Retries,
     ShowProgress,
     Timeout,
@@ -98,7 +99,7 @@ def run(
     timeout: Timeout = 600.0,
     retries: Retries = 4,
     allow_host: AllowHost = None,
-    overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
+    overwrite: OverwriteArms = False,
     progress: ShowProgress = True,
 ) -> None:
     """Generate answers for every model x strategy arm, then score the text metrics.

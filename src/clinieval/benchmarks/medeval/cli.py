@@ -16,7 +16,15 @@ from typing import Annotated
 
 import typer
 
-from clinieval.cli_options import AllowHost, Concurrency, Retries, ShowProgress, Timeout, command_group
+from clinieval.cli_options import (
+    AllowHost,
+    Concurrency,
+    OverwriteArms,
+    Retries,
+    ShowProgress,
+    Timeout,
+    command_group,
+)
 from clinieval.errors import UserError, one_of
 from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
@@ -64,7 +72,7 @@ def run(
     timeout: Timeout = 600.0,
     retries: Retries = 4,
     allow_host: AllowHost = None,
-    overwrite: Annotated[bool, typer.Option(help="discard different runs at the arms' folders")] = False,
+    overwrite: OverwriteArms = False,
     progress: ShowProgress = True,
 ) -> None:
     """Prompt every model on every task, zero-shot and with k examples; score with the qualified rate.
