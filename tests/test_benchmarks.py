@@ -31,11 +31,12 @@ def _manifest_task(run: Path) -> dict[str, object]:
 
 def test_names_are_unique_and_each_name_finds_its_own_benchmark() -> None:
     names = [b.name for b in BENCHMARKS]
-    assert sorted(names) == ["ehrnoteqa", "jsonl", "medalign", "pubmedqa"]
+    assert sorted(names) == ["ehrnoteqa", "jsonl", "medalign", "medeval", "pubmedqa"]
     for benchmark in BENCHMARKS:
         if benchmark.name != "jsonl":
             assert find_benchmark(BENCHMARKS, benchmark.name) is benchmark
     assert find_benchmark(BENCHMARKS, "mine.jsonl").name == "jsonl"
+    assert find_benchmark(BENCHMARKS, "medeval-codes").name == "medeval"
     with pytest.raises(UserError, match="unknown task 'medqa'"):
         find_benchmark(BENCHMARKS, "medqa")
 
