@@ -1848,6 +1848,67 @@ def test_fuzz_medeval_tables(tmp_path: Path) -> None:
     tally.check()
 
 
+JUDGE_SET_WORDS = (
+    "id",
+    "question",
+    "reference",
+    "model",
+    "response",
+    "responses",
+    "text",
+    "ratings",
+    "physician",
+    "relevancy",
+    "fluency",
+    "correctness",
+    "rationale",
+    "0",
+    "6",
+    "4.5",
+    "dr1",
+)
+
+
+def _judge_set_seeds() -> list[tuple[str, str]]:
+    item = {
+        "id": "q1", "question": "Q?", "reference": "R.", "rationale": "why",
+        "responses": [
+            {"model": "a", "text": "A.", "ratings": {"dr1": {"relevancy": 5, "fluency": 4,
+                                                             "correctness": 5}}},
+            {"model": "b", "text": "B."},
+        ],
+    }  # fmt: skip
+    jsonl = json.dumps(item) + "\n" + json.dumps({**item, "id": "q2"}) + "\n"
+    csv_text = (
+        "id,question,reference,model,response,physician,relevancy,fluency,correctness\n"
+        "q1,Q?,R.,a,A.,dr1,5,4,5\nq1,Q?,R.,b,B.,dr1,2,3,1\nq2,Q2?,R2.,a,A2.,,,,\nq2,Q2?,R2.,b,B2.,,,,\n"
+    )
+    return [("jsonl", jsonl), ("csv", csv_text)]
+
+
+def test_fuzz_automedeval_judge_sets(tmp_path: Path) -> None:
+    """AutoMedEval judge-evaluation sets, JSON Lines and CSV."""
+    from clinieval.benchmarks.automedeval.data import load_set
+
+    tally = Tally("AutoMedEval judge sets")
+
+    @FUZZ
+    @given(edited_table(_judge_set_seeds(), JUDGE_SET_WORDS))
+    def case(args: tuple[str, bytes]) -> None:
+        suffix, data = args
+        path = write(tmp_path / f"set.{suffix}", data)
+        try:
+            items = load_set(path)
+        except UserError as e:
+            tally.reject(e, path)
+        else:
+            assert all(len(x.responses) >= 2 for x in items)
+            tally.accept()
+
+    case()
+    tally.check()
+
+
 # =================================================================================================
 # Exit code 2 and no partial output, through the real command line
 

@@ -1,0 +1,164 @@
+"""AutoMedEval's judge-evaluation sets and the judge's reply format (issue 15, first part)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clinieval.benchmarks.automedeval.data import load_set
+from clinieval.benchmarks.automedeval.records import Rating
+from clinieval.benchmarks.automedeval.verdict import (
+    cut_response,
+    parse_scores,
+    permutation,
+    rationale,
+    to_original,
+)
+from clinieval.errors import UserError
+from clinieval.judge.rubric import VerdictParseError
+
+ITEM = {
+    "id": "q1",
+    "question": "What lowers blood pressure quickly in a hypertensive emergency?",
+    "reference": "Intravenous agents such as labetalol or nicardipine, titrated.",
+    "rationale": "Both IV agents are first line.",
+    "responses": [
+        {
+            "model": "a",
+            "text": "IV labetalol.",
+            "ratings": {"dr1": {"relevancy": 5, "fluency": 4, "correctness": 5}},
+        },
+        {
+            "model": "b",
+            "text": "Oral amlodipine.",
+            "ratings": {"dr1": {"relevancy": 3, "fluency": 4, "correctness": 2}},
+        },
+        {"model": "c", "text": "Nicardipine drip."},
+    ],
+}
+
+
+def write_jsonl(path: Path, *items: object) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in items), encoding="utf-8")
+    return path
+
+
+def test_jsonl_set_with_ratings_and_human_scores(tmp_path: Path) -> None:
+    [item] = load_set(write_jsonl(tmp_path / "set.jsonl", ITEM))
+    assert item.models == ("a", "b", "c") and item.rationale == "Both IV agents are first line."
+    assert item.responses[0].ratings["dr1"] == Rating(5, 4, 5)
+    assert item.human_scores() == [pytest.approx(14 / 3), pytest.approx(3.0), None]
+
+
+CSV = (
+    "id,question,reference,model,response,physician,relevancy,fluency,correctness\n"
+    "q1,Q?,Ref.,a,Answer A,dr1,5,5,4\n"
+    "q1,Q?,Ref.,a,Answer A,dr2,4,4,4\n"
+    "q1,Q?,Ref.,b,Answer B,dr1,2,3,1\n"
+    "q1,Q?,Ref.,c,Answer C,,,,\n"
+)
+
+
+def test_csv_set_groups_rows_into_items_and_averages_physicians(tmp_path: Path) -> None:
+    path = tmp_path / "set.csv"
+    path.write_text(CSV, encoding="utf-8")
+    [item] = load_set(path)
+    assert item.models == ("a", "b", "c")
+    # a: dr1 mean 14/3, dr2 mean 4 -> (14/3 + 4) / 2
+    assert item.human_scores() == [pytest.approx((14 / 3 + 4) / 2), pytest.approx(2.0), None]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"responses": ITEM["responses"][:1]}, ":1: 1 response(s); a judge compares at least 2"),
+        ({"question": "  "}, ":1: field 'question' is empty"),
+        ({"responses": [*ITEM["responses"][:2], {"model": "a", "text": "x"}]}, "model 'a' answers twice"),
+        (
+            {
+                "responses": [
+                    {
+                        "model": "a",
+                        "text": "x",
+                        "ratings": {"d": {"relevancy": 6, "fluency": 1, "correctness": 1}},
+                    },
+                    {"model": "b", "text": "y"},
+                ]
+            },
+            ":1: response 1: rating by 'd': field 'relevancy' is 6; expected a whole number 1-5",
+        ),
+        ({"reference": 3}, "reference"),
+    ],
+)
+def test_bad_jsonl_items_are_one_error_naming_line_and_field(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    path = write_jsonl(tmp_path / "set.jsonl", {**ITEM, **change})
+    with pytest.raises(UserError, match=r"set\.jsonl") as e:
+        load_set(path)
+    assert message in str(e.value)
+
+
+def test_bad_csv_rows_and_files(tmp_path: Path) -> None:
+    path = tmp_path / "set.csv"
+    path.write_text(CSV.replace("q1,Q?,Ref.,b,Answer B", "q1,Other?,Ref.,b,Answer B"), encoding="utf-8")
+    with pytest.raises(UserError, match=r"set\.csv:4: field 'question' differs from item 'q1'"):
+        load_set(path)
+    path.write_text(CSV.replace("dr2,4,4,4", "dr1,4,4,4"), encoding="utf-8")
+    with pytest.raises(UserError, match=r"set\.csv:3: physician 'dr1' rates model 'a' twice"):
+        load_set(path)
+    path.write_text(CSV.replace(",dr2,4,4,4", ",dr2,4,four,4"), encoding="utf-8")
+    with pytest.raises(UserError, match=r"set\.csv:3: field 'fluency' is 'four'"):
+        load_set(path)
+    twice = write_jsonl(tmp_path / "twice.jsonl", ITEM, ITEM)
+    with pytest.raises(UserError, match=r"twice\.jsonl:2: item id 'q1' repeats .*twice\.jsonl:1"):
+        load_set(twice)
+    with pytest.raises(UserError, match=r"expected a \.jsonl, \.csv or \.tsv file"):
+        load_set(write_jsonl(tmp_path / "set.json", ITEM))
+
+
+@pytest.mark.parametrize(
+    ("reply", "scores"),
+    [
+        (
+            "Analyze: Step 1: ...\nScore: Doctor 1: 4 points. Doctor 2: 2 points. Doctor 3: 5 points.",
+            [4, 2, 5],
+        ),
+        ("Doctor 1: 3 Doctor 2: 3 Doctor 3: 1 and later Doctor 3: 5", [3, 3, 1]),  # the first k count
+    ],
+)
+def test_the_papers_score_format_is_read(reply: str, scores: list[int]) -> None:
+    assert parse_scores(reply, 3) == scores
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("Score: Doctor 1: 4 points. Doctor 3: 2 points. Doctor 2: 5 points.", "score 2 is for Doctor 3"),
+        ("Score: Doctor 1: 4 points. Doctor 2: 2 points.", "2 'Doctor N: S' scores found; 3 expected"),
+        ("Doctor 1: 4, Doctor 2: 0, Doctor 3: 5", "Doctor 2: 0 is outside 1-5"),
+        ("I would rate them 4, 2 and 5.", "0 'Doctor N: S' scores found"),
+        # the paper's regex would read "10" as 1: here it does not match, leaving two scores
+        ("Doctor 1: 10 points. Doctor 2: 3. Doctor 3: 4.", "2 .Doctor N: S. scores found; 3 expected"),
+    ],
+)
+def test_anything_else_is_unparsed_never_a_score(reply: str, why: str) -> None:
+    with pytest.raises(VerdictParseError, match=why):
+        parse_scores(reply, 3)
+
+
+def test_rationale_cut_and_permutations() -> None:
+    assert rationale("Analyze: Step 1: A is right.\nScore: Doctor 1: 5") == "Analyze: Step 1: A is right."
+    assert rationale("no score line") == "no score line"
+    long = cut_response("x" * 1500)
+    assert len(long.text) == 1000 and long.cut and long.original_chars == 1500
+    assert not cut_response("short").cut
+    shown = permutation(0, "q1", 2, 3)
+    assert sorted(shown) == [0, 1, 2] and permutation(0, "q1", 2, 3) == shown
+    assert len({permutation(0, "q1", r, 3) for r in range(12)}) > 1  # repeats see different orders
+    # shown (2, 0, 1): Doctor 1 is response 2, Doctor 2 is response 0, Doctor 3 is response 1
+    assert to_original([5, 3, 1], (2, 0, 1)) == [3, 1, 5]
+    with pytest.raises(ValueError):
+        to_original([1, 2], (0, 0))
