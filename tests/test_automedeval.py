@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.automedeval.data import load_set
-from clinieval.benchmarks.automedeval.records import Rating
+from clinieval.benchmarks.automedeval.records import JudgeItem, Rating, Response
 from clinieval.benchmarks.automedeval.verdict import (
     cut_response,
     parse_scores,
@@ -162,3 +162,62 @@ def test_rationale_cut_and_permutations() -> None:
     assert to_original([5, 3, 1], (2, 0, 1)) == [3, 1, 5]
     with pytest.raises(ValueError):
         to_original([1, 2], (0, 0))
+
+
+def _item(item_id: str, human: list[int] | None, extra: dict[str, list[int]] | None = None) -> JudgeItem:
+    """An item whose physician dr1 rates response j with human[j] on every criterion (mean = human[j])."""
+    responses = []
+    for j, model in enumerate(("a", "b", "c")):
+        ratings = {} if human is None else {"dr1": Rating(human[j], human[j], human[j])}
+        for doctor, values in (extra or {}).items():
+            ratings[doctor] = Rating(values[j], values[j], values[j])
+        responses.append(Response(model, f"answer {model}", ratings))
+    return JudgeItem(item_id, "Q?", "R.", tuple(responses), source=f"set.jsonl:{item_id}")
+
+
+def test_judge_agreement_by_hand() -> None:
+    from scipy import stats
+
+    from clinieval.benchmarks.automedeval.agreement import judge_agreement
+
+    items = [_item("A", [5, 3, 1]), _item("B", [2, 2, 4]), _item("C", [1, 3, 5]), _item("D", [4, 4, 4]),
+             _item("E", None)]  # fmt: skip
+    judged = {"A": [4, 2, 1], "B": [3, 3, 5], "C": [2, 2, 5], "D": None, "E": [1, 2, 3]}
+    out = judge_agreement(items, judged)
+    # A all 3 pairs, B all 3 (the tie kept), C 2 of 3 (a judge tie where the reference is strict),
+    # D unparsed: 3 wrong; E has no physician ratings: skipped
+    assert out["accuracy_2tuple"] == pytest.approx(8 / 12)
+    assert out["accuracy_triple"] == pytest.approx(2 / 4)
+    assert (out["items"], out["judge_missing"], out["skipped_no_reference"]) == (4, 1, 1)
+    human = [5, 3, 1, 2, 2, 4, 1, 3, 5]
+    judge = [4, 2, 1, 3, 3, 5, 2, 2, 5]
+    assert out["responses"] == 9
+    assert out["spearman"]["r"] == pytest.approx(stats.spearmanr(judge, human).statistic)
+    assert out["pearson"]["r"] == pytest.approx(stats.pearsonr(judge, human).statistic)
+    with pytest.raises(UserError, match="2 judge scores for 3 responses"):
+        judge_agreement(items[:1], {"A": [1, 2]})
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword")  # pingouin's own use of pandas
+def test_physician_reliability_matches_the_reference_libraries() -> None:
+    import krippendorff
+    import pingouin
+
+    from clinieval.benchmarks.automedeval.agreement import physician_reliability
+
+    dr2 = {"A": [4, 3, 2], "B": [2, 3, 4], "C": [1, 2, 5]}
+    items = [_item(k, h, {"dr2": dr2[k]}) for k, h in (("A", [5, 3, 1]), ("B", [2, 2, 4]), ("C", [1, 3, 5]))]
+    out = physician_reliability(items)
+    table = [[5, 3, 1, 2, 2, 4, 1, 3, 5], [4, 3, 2, 2, 3, 4, 1, 2, 5]]
+    assert out["alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=table, level_of_measurement="interval")
+    )
+    import pandas as pd
+
+    long = pd.DataFrame([{"unit": u, "rater": r, "score": table[r][u]} for r in range(2) for u in range(9)])
+    ref = pingouin.intraclass_corr(long, targets="unit", raters="rater", ratings="score").set_index("Type")
+    # pingouin names them by McGraw & Wong: ICC2 = ICC(A,1), ICC2k = ICC(A,k)
+    assert out["icc"]["ICC2"]["icc"] == pytest.approx(ref.loc["ICC(A,1)", "ICC"])
+    assert out["icc"]["ICC2k"]["icc"] == pytest.approx(ref.loc["ICC(A,k)", "ICC"])
+    alone = physician_reliability([_item("A", [5, 3, 1])])
+    assert alone["alpha"] is None and "needs 2 or more physicians" in alone["undefined"][0]
