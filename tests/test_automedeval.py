@@ -221,3 +221,30 @@ def test_physician_reliability_matches_the_reference_libraries() -> None:
     assert out["icc"]["ICC2k"]["icc"] == pytest.approx(ref.loc["ICC(A,k)", "ICC"])
     alone = physician_reliability([_item("A", [5, 3, 1])])
     assert alone["alpha"] is None and "needs 2 or more physicians" in alone["undefined"][0]
+
+
+def test_position_and_length_bias_by_hand() -> None:
+    from clinieval.benchmarks.automedeval.bias import (
+        Judged,
+        bias_report,
+        first_shown_wins,
+        length_preference,
+        swap_consistency,
+    )
+
+    # a judge that always gives the first-shown response 5 and the rest 2, over two orders
+    biased = [Judged((0, 1, 2), (5.0, 2.0, 2.0)), Judged((1, 0, 2), (2.0, 5.0, 2.0))]
+    # pairs shown in opposite orders by the two repeats: only (0, 1); its relation flips -> 0 of 1
+    assert swap_consistency(biased) == (0, 1)
+    assert first_shown_wins(biased) == (2, 2)
+    # a judge blind to order: the same scores however shown
+    fair = [Judged((0, 1, 2), (4.0, 3.0, 1.0)), Judged((2, 1, 0), (4.0, 3.0, 1.0)), Judged((0, 1, 2), None)]
+    assert swap_consistency(fair) == (3, 3)  # every pair reversed, every relation kept
+    assert first_shown_wins(fair) == (1, 2)  # response 0 shown first once and it is the best
+    # lengths 30, 20, 10: the longer always scored higher in the fair judge's 2 parsed repeats
+    assert length_preference(fair, [30, 20, 10]) == (6, 6)
+    assert length_preference(fair, [10, 20, 30]) == (0, 6)
+    report = bias_report([(biased, [5, 5, 5]), (fair, [30, 20, 10])])
+    assert report["swap_consistency"] == {"rate": 3 / 4, "comparisons": 4}
+    assert report["first_shown_wins"]["rate"] == 3 / 4 and report["first_shown_wins"]["chance"] == 1 / 3
+    assert report["length_preference"] == {"rate": 1.0, "pairs": 6}
