@@ -248,3 +248,55 @@ def test_position_and_length_bias_by_hand() -> None:
     assert report["swap_consistency"] == {"rate": 3 / 4, "comparisons": 4}
     assert report["first_shown_wins"]["rate"] == 3 / 4 and report["first_shown_wins"]["chance"] == 1 / 3
     assert report["length_preference"] == {"rate": 1.0, "pairs": 6}
+
+
+def test_chunks_are_at_most_1000_characters_cut_at_whitespace() -> None:
+    from clinieval.benchmarks.automedeval.knowledge import chunks
+
+    text = " ".join(f"word{i}" for i in range(600))  # about 4,300 characters
+    parts = chunks(text)
+    assert all(len(p) <= 1000 for p in parts) and len(parts) == 5
+    assert " ".join(parts) == text  # nothing lost, nothing added
+    assert chunks("x" * 2500) == ["x" * 1000, "x" * 1000, "x" * 500]  # no whitespace: cut inside
+    assert chunks("   ") == []
+
+
+def test_knowledge_base_build_query_and_the_chain_lines(tmp_path: Path) -> None:
+    from clinieval.benchmarks.automedeval.knowledge import knowledge_line, question_of
+    from tests.conftest import run_cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "htn.md").write_text(
+        "Hypertensive emergency is treated with intravenous labetalol or nicardipine, lowering the mean "
+        "arterial pressure by no more than 25 percent in the first hour.",
+        encoding="utf-8",
+    )
+    (docs / "dm.txt").write_text("Metformin is the first-line drug for type 2 diabetes.", encoding="utf-8")
+    (docs / "more.jsonl").write_text(
+        json.dumps({"text": "Aspirin is given in acute coronary syndrome."}) + "\n"
+    )
+    built = run_cli("automedeval", "kb", "build", str(docs), "--out", str(tmp_path / "kb"))
+    assert built.returncode == 0, built.stderr
+    assert "3 chunks indexed" in built.stdout
+    asked = run_cli("automedeval", "kb", "query", str(tmp_path / "kb"), "hypertensive emergency labetalol")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.startswith(
+        'According to the Reference, the related knowledge for "hypertensive emergency labetalol" is '
+        '"Hypertensive emergency is treated with intravenous labetalol'
+    )
+    assert "htn.md#0" in asked.stdout
+    reply = "Analyze: Step 1: unsure.\n[Question]: What is first line for type 2 diabetes?\nMore text"
+    assert question_of(reply) == "What is first line for type 2 diabetes?"
+    assert question_of("Score: Doctor 1: 4") is None
+    from clinieval.benchmarks.automedeval.knowledge import Lookup
+
+    assert (
+        knowledge_line(Lookup("q", (), "k"))
+        == 'According to the Reference, the related knowledge for "q" is "k"'
+    )
+    (docs / "scan.pdf").write_bytes(b"%PDF-1.4")
+    bad = run_cli("automedeval", "kb", "build", str(docs / "scan.pdf"), "--out", str(tmp_path / "kb2"))
+    assert bad.returncode == 2 and "converted to text first" in bad.stderr and not (tmp_path / "kb2").exists()
+    single = run_cli("run", "automedeval", "-m", "openai:http://127.0.0.1:9/v1@m")
+    assert single.returncode == 2 and "no single-arm run" in single.stderr

@@ -31,7 +31,7 @@ def _manifest_task(run: Path) -> dict[str, object]:
 
 def test_names_are_unique_and_each_name_finds_its_own_benchmark() -> None:
     names = [b.name for b in BENCHMARKS]
-    assert sorted(names) == ["ehrnoteqa", "jsonl", "medalign", "medeval", "pubmedqa"]
+    assert sorted(names) == ["automedeval", "ehrnoteqa", "jsonl", "medalign", "medeval", "pubmedqa"]
     for benchmark in BENCHMARKS:
         if benchmark.name != "jsonl":
             assert find_benchmark(BENCHMARKS, benchmark.name) is benchmark

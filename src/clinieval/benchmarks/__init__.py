@@ -8,12 +8,13 @@ here (docs/architecture.md).
 from __future__ import annotations
 
 from clinieval.benchmark import Benchmark
-from clinieval.benchmarks import ehrnoteqa, jsonl, medalign, medeval, pubmedqa
+from clinieval.benchmarks import automedeval, ehrnoteqa, jsonl, medalign, medeval, pubmedqa
 
 BENCHMARKS: tuple[Benchmark, ...] = (
     pubmedqa.BENCHMARK,
     medalign.BENCHMARK,
     ehrnoteqa.BENCHMARK,
     medeval.BENCHMARK,
+    automedeval.BENCHMARK,
     jsonl.BENCHMARK,
 )

@@ -1,6 +1,40 @@
 """AutoMedEval: a medical judge that scores several answers with a rationale (see README.md).
 
-Work in progress (issue 15): the judge-evaluation set format and its loaders, and the judge's
-output format, parsing and position-bias controls, are here; the judge run, the knowledge chain,
-the agreement analysis and the training-data pipeline are not yet. Not yet listed in BENCHMARKS.
+Work in progress (issue 15): the judge-evaluation set format, the judge's reply format and bias
+controls, the agreement statistics and the knowledge base are here; the judge run is not yet, so
+``clinieval run automedeval`` says where to go instead of running anything.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clinieval.benchmark import BenchmarkBase, TaskRequest
+from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    import typer
+
+    from clinieval.task import Task
+
+
+@dataclass(frozen=True, slots=True)
+class AutoMedEval(BenchmarkBase):
+    name: str = "automedeval"
+    description: str = "AutoMedEval: a medical judge scoring several answers (in progress: kb)"
+
+    def task(self, request: TaskRequest) -> Task:
+        """AutoMedEval judges sets of answers rather than answering; it has no single-arm run."""
+        raise UserError(
+            "automedeval has no single-arm run: it judges sets of answers (the judge command is not built "
+            "yet); see `clinieval automedeval --help`"
+        )
+
+    def commands(self) -> typer.Typer | None:
+        from clinieval.benchmarks.automedeval.cli import app
+
+        return app
+
+
+BENCHMARK = AutoMedEval()
