@@ -300,3 +300,45 @@ def test_knowledge_base_build_query_and_the_chain_lines(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "converted to text first" in bad.stderr and not (tmp_path / "kb2").exists()
     single = run_cli("run", "automedeval", "-m", "openai:http://127.0.0.1:9/v1@m")
     assert single.returncode == 2 and "no single-arm run" in single.stderr
+
+
+def test_runs_become_a_judge_set(tmp_path: Path) -> None:
+    """Two runs of the same questions (a real local server, two answers) become a set the loader
+    reads back; a sample without a reference and one a run failed on are left out and counted."""
+    from tests.conftest import run_cli
+    from tests.fault_server import FaultServer
+
+    data = tmp_path / "items.jsonl"
+    rows = [
+        {"id": "a", "input": "Q a?", "target": "ref a"},
+        {"id": "b", "input": "Q b?", "target": "ref b"},
+        {"id": "c", "input": "Q c?"},
+        {"id": "d", "input": "Q d? FAULT:FILTER", "target": "ref d"},
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    calls = {"n": 0}
+
+    def answer(prompt: str) -> str:  # the first run's answers, then the second's
+        calls["n"] += 1
+        return "First answer." if calls["n"] <= 3 else "Second answer."
+
+    with FaultServer(responder=answer) as server:  # one server: both runs have the same model spec
+        for name in ("one", "two"):
+            cmd = ("run", str(data), "-m", f"openai:{server.url}@fault", "--out", str(tmp_path / name),
+                   "--no-progress", "--scorer", "answered", "--concurrency", "1")  # fmt: skip
+            done = run_cli(*cmd)
+            assert done.returncode in (0, 1), done.stderr  # the filtered item is a failure, not an error
+    out = tmp_path / "set.jsonl"
+    made = run_cli("automedeval", "convert", str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(out))
+    assert made.returncode == 0, made.stderr
+    assert "2 items x 2 responses; left out: 1 without a reference, 1 with a failed call" in made.stdout
+    items = load_set(out)
+    assert [x.id for x in items] == ["a", "b"]
+    assert items[0].reference == "ref a" and [r.text for r in items[0].responses] == [
+        "First answer.",
+        "Second answer.",
+    ]
+    # the same model spec twice: each response named with its run folder as well
+    assert items[0].models[0].endswith("@fault [one]") and items[0].models[1].endswith("@fault [two]")
+    lonely = run_cli("automedeval", "convert", str(tmp_path / "one"), "--out", str(tmp_path / "x.jsonl"))
+    assert lonely.returncode == 2 and "two or more run folders" in lonely.stderr

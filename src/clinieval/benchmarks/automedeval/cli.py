@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from clinieval.cli_options import command_group
+from clinieval.errors import UserError
 
 app = command_group("AutoMedEval: a medical judge scoring several answers (in progress: kb).")
 kb = command_group("The knowledge base behind the judge's knowledge completion chain.")
@@ -38,3 +39,24 @@ def kb_query(
     found = KnowledgeBase(base, top_k=top).lookup(question)
     typer.echo(knowledge_line(found))
     typer.echo("chunks: " + (", ".join(found.chunk_ids) or "none"))
+
+
+@app.command()
+def convert(
+    runs: Annotated[list[Path], typer.Argument(help="two or more run folders over the same questions")],
+    out: Annotated[Path, typer.Option(help="the judge-evaluation set to write (.jsonl)")],
+) -> None:
+    """Turn runs (MedAlign arms, EHRNoteQA free-text arms, any task) into a judge-evaluation set."""
+    from clinieval.benchmarks.automedeval.convert import runs_to_set, write_set
+
+    done = runs_to_set(runs)
+    if not done.items:
+        raise UserError(
+            f"no sample to judge: {done.no_reference} have no reference answer, "
+            f"{done.failed} failed in some run"
+        )
+    write_set(done.items, out)
+    typer.echo(
+        f"{len(done.items)} items x {len(done.items[0].responses)} responses; left out: {done.no_reference} "
+        f"without a reference, {done.failed} with a failed call; written: {out}"
+    )
