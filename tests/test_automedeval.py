@@ -342,3 +342,56 @@ def test_runs_become_a_judge_set(tmp_path: Path) -> None:
     assert items[0].models[0].endswith("@fault [one]") and items[0].models[1].endswith("@fault [two]")
     lonely = run_cli("automedeval", "convert", str(tmp_path / "one"), "--out", str(tmp_path / "x.jsonl"))
     assert lonely.returncode == 2 and "two or more run folders" in lonely.stderr
+
+
+def test_judging_a_set_maps_shown_orders_back_and_runs_the_knowledge_chain(tmp_path: Path) -> None:
+    """A scripted judge (a real local server) that scores each answer by its text, whatever order it
+    is shown in: the mapped-back scores must be the same in every repeat, the physicians' order is
+    reproduced, a [Question] reply triggers one lookup, and a rerun asks nothing."""
+    import re as regex
+
+    from tests.conftest import run_cli
+    from tests.fault_server import FaultServer
+
+    items = [
+        {"id": f"q{i}", "question": f"Question {i}?", "reference": "Ref.",
+         "responses": [{"model": m, "text": f"{m} says {s}.",
+                        "ratings": {"dr1": {"relevancy": s, "fluency": s, "correctness": s}}}
+                       for m, s in (("a", 5), ("b", 3), ("c", 1))]}
+        for i in range(4)
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "set.jsonl", *items)
+    docs = tmp_path / "docs.txt"
+    docs.write_text("Labetalol is first line in hypertensive emergency.", encoding="utf-8")
+    assert run_cli("automedeval", "kb", "build", str(docs), "--out", str(tmp_path / "kb")).returncode == 0
+
+    def reply(prompt: str) -> str:
+        if prompt.startswith("According to the Reference"):  # after a lookup: a tie, whatever the order
+            return "Analyze: all fine.\nScore: Doctor 1: 3 points. Doctor 2: 3 points. Doctor 3: 3 points."
+        if "Question 0?" in prompt:
+            return "Analyze: unsure.\n[Question] first line drug for hypertensive emergency"
+        shown = regex.findall(r"^Doctor \d: (\w) says (\d)\.", prompt, regex.M)
+        scores = " ".join(f"Doctor {n}: {s} points." for n, (_, s) in enumerate(shown, 1))
+        return f"Analyze: Step 1: compared.\nScore: {scores}"
+
+    with FaultServer(responder=reply) as server:
+        spec = f"openai:{server.url}@fault"
+        cmd = ("automedeval", "judge", str(path), "--judge", spec, "--out", str(tmp_path / "judged"),
+               "--repeats", "3", "--kb", str(tmp_path / "kb"), "--no-progress")  # fmt: skip
+        done = run_cli(*cmd)
+        assert done.returncode == 0, done.stderr
+        first = len(server.log.received)
+        again = run_cli(*cmd)
+        assert again.returncode == 0 and len(server.log.received) == first  # all from the cache
+    verdicts = [json.loads(x) for x in (tmp_path / "judged" / "verdicts.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 12
+    for v in verdicts:
+        assert v["scores"] == ([3, 3, 3] if v["item"] == "q0" else [5, 3, 1]), v  # mapped back from any order
+    assert {tuple(v["shown"]) for v in verdicts} != {(0, 1, 2)}  # the orders did vary
+    summary = json.loads((tmp_path / "judged" / "summary.json").read_text())
+    assert summary["lookups"] == 3 and all(len(v["lookups"]) == 1 for v in verdicts if v["item"] == "q0")
+    assert summary["parse_rate"] == 1.0
+    # q0: a judge tie where the physicians ordered a > b > c: its 3 pairs and the item wrong
+    assert summary["agreement"]["accuracy_2tuple"] == pytest.approx(9 / 12)
+    assert summary["agreement"]["accuracy_triple"] == pytest.approx(3 / 4)
+    assert summary["bias"]["swap_consistency"]["rate"] == 1.0

@@ -29,7 +29,8 @@ MAX_ROUNDS = 3
 
 TEXT_SUFFIXES = (".txt", ".md")
 
-_QUESTION = re.compile(r"^\s*\[Question\]\s*:?\s*(.+?)\s*$", re.MULTILINE)
+_QUESTION = re.compile(r"^[ \t]*\[Question\][ \t]*:?[ \t]*(\S.*?)[ \t]*$", re.MULTILINE)
+"""A line starting with ``[Question]`` and holding the query on the same line."""
 
 
 def chunks(text: str, size: int = CHUNK_CHARS) -> list[str]:

@@ -1,0 +1,193 @@
+"""Judging a set: every item, ``repeats`` times, each repeat in its own seeded response order,
+through the request cache, with the knowledge completion chain when a knowledge base is given.
+
+Each (item, repeat) is one or more judge calls: the prompt with the responses in the repeat's
+order (each cut to 1,000 characters); while the reply asks a ``[Question]`` and fewer than 3
+lookups were made, the lookup is appended and the judge continues; the last reply is read for the
+scores, which are mapped back to the original order. Every call goes through the folder's request
+cache (distinct per repeat, seed + repeat), so a killed pass resumes without asking again, and a
+second pass asks nothing. The verdicts (one line per item and repeat: order shown, scores, the
+rationale, every lookup, or why the reply was unparsed) and a summary (parse rate, calls and tokens,
+agreement with physicians when the set has ratings, the bias rates) are written at the end,
+atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from clinieval.benchmarks.automedeval.knowledge import MAX_ROUNDS, KnowledgeBase, knowledge_line, question_of
+from clinieval.benchmarks.automedeval.records import JudgeItem
+from clinieval.benchmarks.automedeval.verdict import (
+    cut_response,
+    parse_scores,
+    permutation,
+    rationale,
+    to_original,
+)
+from clinieval.cache import RequestCache
+from clinieval.fsutil import atomic_write_json, atomic_write_text
+from clinieval.judge.rubric import VerdictParseError
+from clinieval.models.base import Model
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
+from clinieval.types import GenerationConfig, Message
+
+JSON = dict[str, Any]
+
+JUDGE_GENERATION = GenerationConfig(temperature=0.0, max_tokens=512, seed=0)
+
+INSTRUCTION = (
+    "You are a medical expert evaluating answers to a patient's question. Compare each doctor's "
+    "answer with the reference answer for relevance, fluency and medical knowledge correctness, and "
+    "score each from 1 (worst) to 5 (best). If you need medical knowledge you are unsure of, write one "
+    "line starting with [Question] and stop; the knowledge will be given to you. Answer in this format:\n"
+    "Analyze: Step 1: ... Step 2: ...\n"
+    "Score: {scores}"
+)
+
+
+def judge_messages(item: JudgeItem, shown: Sequence[str]) -> list[Message]:
+    """The judge's prompt: the question, the reference, and the answers as Doctor 1..k in the
+    order shown, asking for the paper's output format."""
+    scores = " ".join(f"Doctor {i}: X points." for i in range(1, len(shown) + 1))
+    answers = "\n".join(f"Doctor {i}: {text}" for i, text in enumerate(shown, 1))
+    # "[Patient Question]", not "[Question]": a judge echoing its prompt must not look like a lookup
+    body = (
+        f"[Patient Question]\n{item.question}\n\n[Reference Answer]\n{item.reference}\n\n"
+        f"[Doctors' Answers]\n{answers}"
+    )
+    return [Message("system", INSTRUCTION.format(scores=scores)), Message("user", body)]
+
+
+@dataclass
+class Entry:
+    """One item's one repeat: what was shown, what came back, what was read."""
+
+    item: str
+    repeat: int
+    shown: tuple[int, ...]
+    cut: list[bool]
+    scores: list[int] | None = None
+    rationale: str | None = None
+    error: str | None = None
+    raw: str = ""
+    lookups: list[JSON] = field(default_factory=list)
+
+    def to_dict(self) -> JSON:
+        return {
+            "item": self.item, "repeat": self.repeat, "shown": list(self.shown), "cut": self.cut,
+            "scores": self.scores, "rationale": self.rationale, "error": self.error, "raw": self.raw[:2000],
+            "lookups": self.lookups,
+        }  # fmt: skip
+
+
+async def _judge_unit(
+    item: JudgeItem, repeat: int, calls: CachedCalls, tally: CallTally, plan: JudgePlan
+) -> Entry:
+    shown = permutation(plan.seed, item.id, repeat, len(item.responses))
+    cuts = [cut_response(item.responses[j].text) for j in shown]
+    entry = Entry(item.id, repeat, shown, [c.cut for c in cuts])
+    messages = judge_messages(item, [c.text for c in cuts])
+    config = replace(plan.generation, seed=(plan.generation.seed or 0) + repeat)
+    settings = {**config.to_dict(), "judge": "automedeval"}
+    for round_ in range(MAX_ROUNDS + 1):
+        out, asked = await cached_generate(calls, "automedeval-judge", settings, messages, repeat, config)
+        tally.add(out, asked)
+        if not out.ok:
+            entry.error = f"judge call failed: {out.error_kind}"
+            return entry
+        entry.raw = out.text
+        query = question_of(out.text) if plan.kb is not None and round_ < MAX_ROUNDS else None
+        if query is None:
+            break
+        found = plan.kb.lookup(query)  # type: ignore[union-attr]
+        entry.lookups.append({"query": query, "chunks": list(found.chunk_ids)})
+        messages = [*messages, Message("assistant", out.text), Message("user", knowledge_line(found))]
+    try:
+        entry.scores = to_original(parse_scores(entry.raw, len(item.responses)), shown)
+        entry.rationale = rationale(entry.raw)
+    except VerdictParseError as e:
+        entry.error = f"unparsed: {e}"
+    return entry
+
+
+@dataclass(frozen=True)
+class JudgePlan:
+    repeats: int = 3
+    seed: int = 0
+    generation: GenerationConfig = JUDGE_GENERATION
+    kb: KnowledgeBase | None = None
+    concurrency: int | None = None
+    progress: bool = True
+
+
+async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: JudgePlan) -> list[Entry]:
+    """Judge every item ``plan.repeats`` times into ``out`` (verdicts.jsonl, summary.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    cache = RequestCache(out / "cache.sqlite")
+    calls, tally = CachedCalls(judge, cache), CallTally()
+    units = [(i, r) for i in range(len(items)) for r in range(plan.repeats)]
+    entries: dict[tuple[int, int], Entry] = {}
+    bar = ProgressBar(plan.progress, len(units), 0, f"judge {judge.name}")
+    started = time.perf_counter()
+
+    async def one(unit: tuple[int, int]) -> None:
+        entries[unit] = await _judge_unit(items[unit[0]], unit[1], calls, tally, plan)
+        bar.advance()
+
+    try:
+        with bar:
+            await run_each(units, plan.concurrency or judge.max_concurrency, one)
+    finally:
+        cache.close()
+    done = [entries[u] for u in units]
+    atomic_write_text(out / "verdicts.jsonl", "".join(json.dumps(e.to_dict()) + "\n" for e in done))
+    atomic_write_json(
+        out / "summary.json", summarize(items, done, judge, tally, time.perf_counter() - started)
+    )
+    return done
+
+
+def mean_scores(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> dict[str, list[float] | None]:
+    """Each item's judge score per response: the mean over its parsed repeats (None if none parsed)."""
+    out: dict[str, list[float] | None] = {}
+    for item in items:
+        parsed = [e.scores for e in entries if e.item == item.id and e.scores is not None]
+        out[item.id] = (
+            [sum(s[j] for s in parsed) / len(parsed) for j in range(len(item.responses))] if parsed else None
+        )
+    return out
+
+
+def summarize(
+    items: Sequence[JudgeItem], entries: Sequence[Entry], judge: Model, tally: CallTally, seconds: float
+) -> JSON:
+    from clinieval.benchmarks.automedeval.agreement import judge_agreement
+    from clinieval.benchmarks.automedeval.bias import Judged, bias_report
+
+    parsed = sum(e.scores is not None for e in entries)
+    by_item = {
+        item.id: [Judged(e.shown, None if e.scores is None else tuple(float(s) for s in e.scores))
+                  for e in entries if e.item == item.id]
+        for item in items
+    }  # fmt: skip
+    rated = any(r.ratings for item in items for r in item.responses)
+    return {
+        "judge": {"name": judge.name, "identity": judge.identity},
+        "items": len(items),
+        "verdicts": len(entries),
+        "parsed": parsed,
+        "parse_rate": parsed / len(entries) if entries else None,
+        "unparsed_or_failed": len(entries) - parsed,
+        "lookups": sum(len(e.lookups) for e in entries),
+        "calls": {"requests": tally.requests, "cache_hits": tally.cache_hits,
+                  "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
+        "seconds": round(seconds, 3),
+        "agreement": judge_agreement(items, mean_scores(items, entries)) if rated else None,
+        "bias": bias_report([(by_item[x.id], [len(r.text) for r in x.responses]) for x in items]),
+    }  # fmt: skip
