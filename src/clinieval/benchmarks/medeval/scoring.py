@@ -23,11 +23,6 @@ from clinieval.scoring.scorers import failed_score, generated_output
 from clinieval.types import Score
 
 
-def _failed(record: SampleRecord, name: str) -> Score | None:
-    out = generated_output(record, name)
-    return None if out.ok else failed_score(out.error_kind, out.error_message)
-
-
 @dataclass(frozen=True, slots=True)
 class LabelAccuracy:
     """Abnormality or ambiguity: 1 when the answer is exactly the gold label."""
@@ -42,10 +37,10 @@ class LabelAccuracy:
     needs_choices: bool = False
 
     def score(self, record: SampleRecord) -> Score:
-        failed = _failed(record, self.name)
-        if failed is not None:
-            return failed
-        label = read_label(generated_output(record, self.name).text, LABELS[self.task])
+        out = generated_output(record, self.name)
+        if not out.ok:
+            return failed_score(out.error_kind, out.error_message)
+        label = read_label(out.text, LABELS[self.task])
         gold = str(record.sample.target)
         return Score(
             value=float(label == gold),
@@ -64,10 +59,10 @@ class CodeAccuracy:
     needs_choices: bool = False
 
     def score(self, record: SampleRecord) -> Score:
-        failed = _failed(record, self.name)
-        if failed is not None:
-            return failed
-        answer = read_codes(generated_output(record, self.name).text)
+        out = generated_output(record, self.name)
+        if not out.ok:
+            return failed_score(out.error_kind, out.error_message)
+        answer = read_codes(out.text)
         gold = record.sample.metadata["codes"]
         right = {o: answer.qualified and answer.predictions.get(o) == gold[o] for o in CHEXPERT_OBSERVATIONS}
         return Score(
@@ -100,10 +95,10 @@ class TextOverlap:
     def score(self, record: SampleRecord) -> Score:
         from clinieval.scoring.text.registry import text_metric
 
-        failed = _failed(record, self.name)
-        if failed is not None:
-            return failed
-        text = generated_output(record, self.name).text.strip()
+        out = generated_output(record, self.name)
+        if not out.ok:
+            return failed_score(out.error_kind, out.error_message)
+        text = out.text.strip()
         reference = str(record.sample.target)
         value = text_metric(self.metric).sentence([text], [reference])[0] if text else 0.0
         return Score(value=value, metadata={"qualified": bool(text), "metric": self.metric})
