@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,8 @@ class Settings:
     level: float = 0.95
     resamples: int = 2000
     seed: int = 0
+    intervals: bool = True
+    """False for breakdowns, which show point values (the CIs stay on the whole arm)."""
 
 
 def _mean_ci(values: Sequence[float], s: Settings, scale: float = 1.0) -> JSON:
@@ -91,7 +93,7 @@ def _mean_ci(values: Sequence[float], s: Settings, scale: float = 1.0) -> JSON:
         return {"value": None, "ci": None, "n": 0}
     mean = sum(values) / len(values)
     ci = None
-    if len(values) > 1:
+    if s.intervals and len(values) > 1:
         low, high = bootstrap_ci(values, level=s.level, resamples=s.resamples, seed=s.seed)
         ci = [scale * low, scale * high]
     return {"value": scale * mean, "ci": ci, "n": len(values)}
@@ -254,7 +256,7 @@ def _by_domain(arm: Arm, s: Settings) -> JSON:
 
 
 def _metrics_only(arm: Arm, s: Settings) -> JSON:
-    quick = Settings(s.level, 1, s.seed)  # breakdowns show point values; CIs stay on the whole arm
+    quick = replace(s, intervals=False)
     if arm.task in LABELS:
         return _label_metrics(arm, quick)
     if arm.task == "codes":
@@ -323,8 +325,9 @@ def zero_vs_few(results: Sequence[JSON]) -> list[JSON]:
     rows = []
     for (model, task), arms in by_key.items():
         zero = next((main_value(a) for a in arms if a["shots"] == 0), None)
-        few = [(main_value(a), a["setting"]) for a in arms if a["shots"] > 0 and main_value(a) is not None]
-        best = max(few, key=lambda x: float(x[0] or 0.0), default=(None, None))
+        valued = [(main_value(a), a["setting"]) for a in arms if a["shots"] > 0]
+        few = [(v, setting) for v, setting in valued if v is not None]
+        best: tuple[float | None, str | None] = max(few, key=lambda x: x[0], default=(None, None))
         rows.append(
             {
                 "model": model,
