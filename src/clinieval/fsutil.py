@@ -71,6 +71,14 @@ def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_text(path, text + "\n")
 
 
+def atomic_write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
+    """One JSON object per line (UTF-8 kept as is), written atomically: results files that other
+    tools read back line by line (scores, verdicts, generated items)."""
+    with atomic_open(path) as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection)."""
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_text
+from clinieval.fsutil import atomic_write_jsonl
 from clinieval.records import SampleRecord
 from clinieval.runs import SCORES, RunDir
 from clinieval.scoring.scorers import Scorer
@@ -24,14 +23,10 @@ def _finished(run: RunDir) -> list[SampleRecord]:
 
 def write_scores(run: RunDir, name: str, records: Sequence[SampleRecord]) -> Path:
     """``scores/NAME.jsonl`` (one line per record, from ``record.scores[name]``), written atomically."""
-    lines = [
-        json.dumps(
-            {"sample_id": r.sample.id, "repeat": r.repeat, **r.scores[name].to_dict()}, ensure_ascii=False
-        )
-        for r in records
-    ]
     path = run.path / SCORES / f"{name}.jsonl"
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    atomic_write_jsonl(
+        path, ({"sample_id": r.sample.id, "repeat": r.repeat, **r.scores[name].to_dict()} for r in records)
+    )
     return path
 
 

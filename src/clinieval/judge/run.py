@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_json, atomic_write_text
+from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import Rubric, VerdictParseError, strip_echo
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
@@ -413,12 +413,10 @@ def _write(
     run: RunDir, name: str, scores: dict[tuple[str, int], Score], summary: JudgeSummary
 ) -> JudgeResult:
     """Both files atomically: a judging run killed before this point leaves the old ones intact."""
-    lines = [
-        json.dumps({"sample_id": sid, "repeat": rep, **score.to_dict()}, ensure_ascii=False)
-        for (sid, rep), score in scores.items()
-    ]
     path, spath = scores_path(run, name), summary_path(run, name)
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    atomic_write_jsonl(
+        path, ({"sample_id": sid, "repeat": rep, **score.to_dict()} for (sid, rep), score in scores.items())
+    )
     atomic_write_json(spath, summary.to_dict())
     log.info(
         "judged %d items x %d repeats with %s: %d requests, %d cache hits, %d unparsed",

@@ -10,14 +10,13 @@ some run failed on it (a failed call is not an answer to judge).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.benchmarks.automedeval.records import JudgeItem, Response
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_text
+from clinieval.fsutil import atomic_write_jsonl
 from clinieval.records import SampleRecord
 from clinieval.runs import RunDir
 
@@ -78,16 +77,15 @@ def runs_to_set(paths: Sequence[Path]) -> Converted:
 
 def write_set(items: Sequence[JudgeItem], out: Path) -> None:
     """The items as a JSON Lines judge-evaluation set, written atomically."""
-    lines = [
-        json.dumps(
+    atomic_write_jsonl(
+        out,
+        (
             {
                 "id": x.id,
                 "question": x.question,
                 "reference": x.reference,
                 "responses": [{"model": r.model, "text": r.text} for r in x.responses],
-            },
-            ensure_ascii=False,
-        )
-        for x in items
-    ]
-    atomic_write_text(out, "\n".join(lines) + "\n")
+            }
+            for x in items
+        ),
+    )

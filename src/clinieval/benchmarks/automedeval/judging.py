@@ -14,7 +14,6 @@ atomically.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +30,7 @@ from clinieval.benchmarks.automedeval.verdict import (
     to_original,
 )
 from clinieval.cache import RequestCache
-from clinieval.fsutil import atomic_write_json, atomic_write_text
+from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
@@ -146,7 +145,7 @@ async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: J
     finally:
         cache.close()
     done = [entries[u] for u in units]
-    atomic_write_text(out / "verdicts.jsonl", "".join(json.dumps(e.to_dict()) + "\n" for e in done))
+    atomic_write_jsonl(out / "verdicts.jsonl", (e.to_dict() for e in done))
     atomic_write_json(
         out / "summary.json", summarize(items, done, judge, tally, time.perf_counter() - started)
     )

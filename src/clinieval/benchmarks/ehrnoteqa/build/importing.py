@@ -16,11 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clinieval.benchmarks.ehrnoteqa.build.checks import BLOCKING_CHECKS, CHECKS, check_item, failed_checks
-from clinieval.benchmarks.ehrnoteqa.build.pipeline import GENERATED_FILE, write_jsonl
+from clinieval.benchmarks.ehrnoteqa.build.pipeline import GENERATED_FILE
 from clinieval.benchmarks.ehrnoteqa.build.review import Review, ReviewRow, read_review
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_write_json
+from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.types import JSON
 
 __all__ = ["FINAL_FIELDS", "ImportResult", "ReviewStats", "import_review"]
@@ -251,7 +251,7 @@ def import_review(
         applied.add(review, row, allow_failed_checks)
     applied.finish(source)
     stats_path = Path(stats_out) if stats_out is not None else _stats_path(dest)
-    write_jsonl(dest, applied.items)
+    atomic_write_jsonl(dest, applied.items)
     atomic_write_json(stats_path, {"review": str(source), "out": str(dest), **applied.stats.to_dict()})
     return ImportResult(applied.items, applied.stats, dest, stats_path)
 

@@ -14,13 +14,12 @@ Patient text is logged at DEBUG only.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -50,7 +49,7 @@ from clinieval.ehr.notes import (
     select_notes,
 )
 from clinieval.errors import UserError
-from clinieval.fsutil import atomic_open, atomic_write_json
+from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.models.base import Model
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput
@@ -72,7 +71,6 @@ __all__ = [
     "read_patient_ids",
     "sample_patient_ids",
     "tiny_model_warning",
-    "write_jsonl",
 ]
 
 GENERATED_FILE = "generated.jsonl"
@@ -525,12 +523,6 @@ def _summarize(
     }
 
 
-def write_jsonl(path: Path, records: Iterable[JSON]) -> None:
-    with atomic_open(path) as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
 async def generate_dataset(
     patients: Sequence[Patient],
     model: Model,
@@ -581,7 +573,7 @@ async def generate_dataset(
     items = [results[u] for u in units]
     summary = _summarize(patients, items, model, opts, tally, time.perf_counter() - start, warning)
     generated, review, summary_path = dest / GENERATED_FILE, dest / REVIEW_FILE, dest / SUMMARY_FILE
-    write_jsonl(generated, (i.to_dict() for i in items))
+    atomic_write_jsonl(generated, (i.to_dict() for i in items))
     write_review(review, (i.review_row() for i in items if i.status == "ok"))
     atomic_write_json(summary_path, summary)
     log.info(
