@@ -115,3 +115,24 @@ def test_empty_choices_is_recorded_as_a_server_error_and_never_cached(tmp_path: 
     assert first.returncode == 1 and second.returncode == 0, (first.stderr, second.stderr)
     assert "1 new (1 asked again after a transient failure)" in second.stdout
     assert sum(server.log.seen.values()) == 2  # one empty reply, then one answer
+
+
+def test_top_k_is_sent_only_when_set_and_keeps_old_cache_keys() -> None:
+    """AutoMedEval's responses sample with top-k 50: the setting reaches the server's body; unset,
+    the body and the cache key are what they were before the field existed."""
+
+    async def go(config: GenerationConfig) -> None:
+        model = OpenAIModel(server.url, "fault", timeout_s=2)
+        try:
+            await model.generate([Message("user", "q")], config)
+        finally:
+            await model.aclose()
+
+    with FaultServer() as server:
+        asyncio.run(go(GenerationConfig(temperature=0.5, top_k=50)))
+        asyncio.run(go(GenerationConfig()))
+    assert server.log.bodies[0]["top_k"] == 50 and "top_k" not in server.log.bodies[1]
+    assert GenerationConfig().to_dict() == {
+        "temperature": 0.0, "max_tokens": 256, "top_p": 1.0, "seed": 0, "stop": [], "logprobs": False,
+    }  # fmt: skip
+    assert GenerationConfig.from_dict(GenerationConfig(top_k=50).to_dict()).top_k == 50

@@ -121,10 +121,16 @@ class GenerationConfig:
     seed: int | None = 0
     stop: tuple[str, ...] = ()
     logprobs: bool = False
+    top_k: int | None = None
+    """Sample from the k most likely tokens (AutoMedEval's responses use 50); None leaves the
+    backend's own default (llama.cpp's is 40; OpenAI's API has none)."""
 
     def to_dict(self) -> JSON:
         d = dataclasses.asdict(self)
         d["stop"] = list(self.stop)
+        if self.top_k is None:
+            # left out when unset, so every cache key written before top_k existed still matches
+            del d["top_k"]
         return d
 
     @classmethod

@@ -163,6 +163,7 @@ class LlamaCppModel:
             max_tokens=config.max_tokens,
             temperature=config.temperature,
             top_p=config.top_p,
+            **({} if config.top_k is None else {"top_k": config.top_k}),
             seed=config.seed,
             stop=[*config.stop, *self._stops()] or None,
         )

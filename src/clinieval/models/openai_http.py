@@ -223,6 +223,8 @@ class OpenAIModel:
         }
         if config.seed is not None:
             payload["seed"] = config.seed
+        if config.top_k is not None:
+            payload["top_k"] = config.top_k  # not OpenAI's, but vLLM's and llama.cpp's servers take it
         if config.stop:
             payload["stop"] = list(config.stop)
         return payload
