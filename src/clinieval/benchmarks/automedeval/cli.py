@@ -7,38 +7,12 @@ from typing import Annotated
 
 import typer
 
+from clinieval.benchmarks.automedeval.kb_cli import kb_app
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
 
 app = command_group("AutoMedEval: a medical judge scoring several answers (in progress: kb).")
-kb = command_group("The knowledge base behind the judge's knowledge completion chain.")
-app.add_typer(kb, name="kb")
-
-
-@kb.command("build")
-def kb_build(
-    docs: Annotated[list[Path], typer.Argument(help=".txt, .md or .jsonl documents, or folders of them")],
-    out: Annotated[Path, typer.Option(help="folder for the index (replaced atomically)")],
-) -> None:
-    """Cut the documents into 1,000-character chunks and index them with BM25 (built once, reused)."""
-    from clinieval.benchmarks.automedeval.knowledge import build_kb
-
-    n = build_kb(docs, out)
-    typer.echo(f"{n} chunks indexed; written: {out}")
-
-
-@kb.command("query")
-def kb_query(
-    base: Annotated[Path, typer.Argument(help="a folder written by `kb build`")],
-    question: Annotated[str, typer.Argument(help="what the judge asked after [Question]")],
-    top: Annotated[int, typer.Option(min=1, help="chunks to return")] = 1,
-) -> None:
-    """Print the line the knowledge chain would append for QUESTION, and the chunks it came from."""
-    from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase, knowledge_line
-
-    found = KnowledgeBase(base, top_k=top).lookup(question)
-    typer.echo(knowledge_line(found))
-    typer.echo("chunks: " + (", ".join(found.chunk_ids) or "none"))
+app.add_typer(kb_app, name="kb")
 
 
 @app.command()
