@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from clinieval.benchmarks.automedeval.kb_cli import kb_app
+from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
 
@@ -36,19 +37,39 @@ def convert(
     )
 
 
+def judge_folders(out: Path, names: list[str]) -> list[Path]:
+    """Where each judge's verdicts go: ``out`` itself for one judge, ``out/<judge>`` for several."""
+    from clinieval.fsutil import slug
+
+    if len(names) == 1:
+        return [out]
+    folders = [out / slug(n) for n in names]
+    if len(set(folders)) != len(folders):
+        raise UserError(f"two --judge options name the same model: {', '.join(names)}")
+    return folders
+
+
 @app.command()
 def judge(
     judge_set_path: Annotated[
         Path, typer.Argument(metavar="SET", help="a judge-evaluation set (.jsonl, .csv)")
     ],
-    judge_model: Annotated[str, typer.Option("--judge", help="the judge's model spec")],
-    out: Annotated[Path, typer.Option(help="folder for verdicts.jsonl, summary.json and the request cache")],
+    judge_models: Annotated[
+        list[str], typer.Option("--judge", help="a judge's model spec; repeat to compare several judges")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(help="folder for the verdicts (one subfolder per judge when several), cache and report"),
+    ],
     repeats: Annotated[int, typer.Option(min=1, help="judge each item N times, each in its own order")] = 3,
     seed: Annotated[int, typer.Option(help="seed of the response orders (and of repeat r: seed + r)")] = 0,
     kb_path: Annotated[
         Path | None, typer.Option("--kb", help="a `kb build` folder: turns on the knowledge completion chain")
     ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="judge reply limit")] = 512,
+    rationale: Annotated[
+        bool, typer.Option(help="score rationales against reference rationales with BERTScore")
+    ] = True,
     n_ctx: NCtx = 4096,
     timeout: Timeout = 600.0,
     retries: Retries = 4,
@@ -56,9 +77,11 @@ def judge(
     allow_host: AllowHost = None,
     progress: ShowProgress = True,
 ) -> None:
-    """Score every item's responses with a judge; agreement with physicians and bias rates in the summary.
+    """Score every item's responses with one or more judges, then write the analysis report.
 
-    Re-running resumes: finished judge calls come from the folder's cache.
+    Per judge: verdicts.jsonl and summary.json (parse rate, calls, agreement, bias); in --out:
+    automedeval.{json,md,html} with the judges side by side. Re-running resumes: finished judge
+    calls come from each folder's cache.
     """
     import asyncio
     import dataclasses
@@ -69,6 +92,7 @@ def judge(
     from clinieval.models.spec import BackendOptions, parse_model_spec
 
     items = load_set(judge_set_path)
+    folders = judge_folders(out, judge_models)
     kb = KnowledgeBase(kb_path) if kb_path is not None else None
     plan = JudgePlan(
         repeats=repeats,
@@ -78,19 +102,50 @@ def judge(
         concurrency=concurrency,
         progress=progress,
     )
-    model = parse_model_spec(
-        judge_model, BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    )
+    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
+    models = [parse_model_spec(spec, options) for spec in judge_models]
 
     async def go() -> None:
-        try:
-            await model.check()
-            await judge_set(items, model, out, plan)
-        finally:
-            await model.aclose()
+        for model, folder in zip(models, folders, strict=True):
+            try:
+                await model.check()
+                await judge_set(items, model, folder, plan)
+            finally:
+                await model.aclose()
 
     asyncio.run(go())
-    typer.echo(
-        f"{len(items)} items x {repeats} repeats judged; "
-        f"written: {out / 'verdicts.jsonl'}, {out / 'summary.json'}"
+    typer.echo(f"{len(items)} items x {repeats} repeats judged by {len(models)} judge(s)")
+    _analyze_and_write(items, folders, out, rationale=rationale)
+
+
+def _analyze_and_write(
+    items: list[JudgeItem], folders: list[Path], out: Path, *, rationale: bool, resamples: int = 2000
+) -> None:
+    from clinieval.benchmarks.automedeval import report
+    from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, analyze, read_judge_runs
+
+    result = analyze(
+        items, read_judge_runs(folders), AnalysisSettings(resamples=resamples, rationale=rationale)
     )
+    paths = report.write(result, out)
+    for w in result["warnings"]:
+        typer.echo(f"warning: {w}", err=True)
+    typer.echo("written: " + ", ".join(map(str, paths)))
+
+
+@app.command()
+def analyze(
+    judge_set_path: Annotated[
+        Path, typer.Argument(metavar="SET", help="the judge-evaluation set the judges ran on")
+    ],
+    folders: Annotated[list[Path], typer.Argument(metavar="JUDGED...", help="folders written by `judge`")],
+    out: Annotated[Path, typer.Option(help="folder for automedeval.json, .md and .html")],
+    resamples: Annotated[int, typer.Option(min=100, help="bootstrap resamples for the CIs")] = 2000,
+    rationale: Annotated[
+        bool, typer.Option(help="score rationales against reference rationales with BERTScore")
+    ] = True,
+) -> None:
+    """Compare judges' verdicts with the physicians' ratings, side by side, with CIs and paired tests."""
+    from clinieval.benchmarks.automedeval.data import load_set
+
+    _analyze_and_write(load_set(judge_set_path), folders, out, rationale=rationale, resamples=resamples)

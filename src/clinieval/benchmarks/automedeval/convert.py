@@ -10,6 +10,7 @@ some run failed on it (a failed call is not an answer to judge).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,17 +76,19 @@ def runs_to_set(paths: Sequence[Path]) -> Converted:
     return Converted(items, no_reference, failed)
 
 
+def set_line(item: JudgeItem) -> dict[str, object]:
+    """One item as a line of the JSON Lines set format (ratings and rationale only when present)."""
+    line: dict[str, object] = {"id": item.id, "question": item.question, "reference": item.reference}
+    if item.rationale is not None:
+        line["rationale"] = item.rationale
+    line["responses"] = [
+        {"model": r.model, "text": r.text}
+        | ({"ratings": {p: dataclasses.asdict(v) for p, v in r.ratings.items()}} if r.ratings else {})
+        for r in item.responses
+    ]
+    return line
+
+
 def write_set(items: Sequence[JudgeItem], out: Path) -> None:
-    """The items as a JSON Lines judge-evaluation set, written atomically."""
-    atomic_write_jsonl(
-        out,
-        (
-            {
-                "id": x.id,
-                "question": x.question,
-                "reference": x.reference,
-                "responses": [{"model": r.model, "text": r.text} for r in x.responses],
-            }
-            for x in items
-        ),
-    )
+    """The items as a JSON Lines judge-evaluation set, written atomically; reads back equal."""
+    atomic_write_jsonl(out, (set_line(x) for x in items))

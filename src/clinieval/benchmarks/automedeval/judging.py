@@ -30,6 +30,8 @@ from clinieval.benchmarks.automedeval.verdict import (
     to_original,
 )
 from clinieval.cache import RequestCache
+from clinieval.datasets import json_objects
+from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
@@ -83,6 +85,29 @@ class Entry:
             "scores": self.scores, "rationale": self.rationale, "error": self.error, "raw": self.raw[:2000],
             "lookups": self.lookups,
         }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: JSON, where: str) -> Entry:
+        """A line of verdicts.jsonl (``where``: file:line, for the error a damaged file gets)."""
+        try:
+            return cls(
+                str(d["item"]), int(d["repeat"]), tuple(int(x) for x in d["shown"]),
+                [bool(c) for c in d["cut"]],
+                None if d.get("scores") is None else [int(x) for x in d["scores"]],
+                d.get("rationale"), d.get("error"), str(d.get("raw", "")), list(d.get("lookups") or []),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as e:
+            raise UserError(f"{where}: not a verdict written by `automedeval judge` ({e!r})") from None
+
+
+def read_verdicts(folder: Path) -> list[Entry]:
+    """The verdicts a judge run wrote into ``folder``."""
+    path = folder / "verdicts.jsonl"
+    if not path.is_file():
+        raise UserError(
+            f"{folder}: no verdicts.jsonl; run `clinieval automedeval judge ... --out {folder}` first"
+        )
+    return [Entry.from_dict(obj, where) for where, obj in json_objects(path)]
 
 
 async def _judge_unit(
@@ -175,9 +200,12 @@ def summarize(
                   for e in entries if e.item == item.id]
         for item in items
     }  # fmt: skip
+    from clinieval.judge.run import tiny_judge_warning
+
     rated = any(r.ratings for item in items for r in item.responses)
     return {
         "judge": {"name": judge.name, "identity": judge.identity},
+        "warning": tiny_judge_warning(judge),
         "items": len(items),
         "verdicts": len(entries),
         "parsed": parsed,

@@ -1,0 +1,221 @@
+"""AutoMedEval: the synthetic set, several judges side by side, and the report.
+
+Judges here are scripted local servers (stand-ins for judge models, named as such): a
+fact-counting judge whose scores follow from what each response was built from, and a flat judge
+that gives every response 3. What each should get against the physicians is computed by hand from
+the set's own numbers, not read back from the code under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, analyze, read_judge_runs
+from clinieval.benchmarks.automedeval.judging import JudgePlan, judge_set
+from clinieval.benchmarks.automedeval.records import Rating
+from clinieval.benchmarks.automedeval.synth import (
+    CONDITIONS,
+    PHYSICIANS,
+    Built,
+    synthetic_item,
+    synthetic_set,
+    true_rating,
+)
+from clinieval.errors import UserError
+from tests.fault_server import FaultServer
+
+_DOCTOR = re.compile(r"^Doctor (\d): (.*)$", re.MULTILINE)
+
+
+def fact_judge(prompt: str) -> str:
+    """Scores each answer by how many reference sentences it states word for word."""
+    reference = prompt.split("[Reference Answer]\n", 1)[1].split("\n\n[Doctors' Answers]", 1)[0]
+    facts = [f for f in re.split(r"(?<=\.) ", reference) if f]
+    answers = prompt.split("[Doctors' Answers]\n", 1)[1]
+    scores = [1 + round(4 * sum(f in text for f in facts) / len(facts)) for _, text in _DOCTOR.findall(answers)]
+    return "Analyze: Step 1: counted the key points.\nScore: " + " ".join(
+        f"Doctor {i}: {s} points." for i, s in enumerate(scores, 1)
+    )
+
+
+def flat_judge(prompt: str) -> str:
+    k = len(_DOCTOR.findall(prompt.split("[Doctors' Answers]\n", 1)[1]))
+    return "Analyze: all similar.\nScore: " + " ".join(f"Doctor {i}: 3 points." for i in range(1, k + 1))
+
+
+def _judge(items: list, responder, name: str, out: Path, repeats: int = 2) -> None:  # type: ignore[no-untyped-def,type-arg]
+    from clinieval.models.openai_http import OpenAIModel
+
+    with FaultServer(responder=responder) as server:
+
+        async def go() -> None:
+            model = OpenAIModel(server.url, name, timeout_s=10)
+            try:
+                await judge_set(items, model, out, JudgePlan(repeats=repeats, progress=False))
+            finally:
+                await model.aclose()
+
+        asyncio.run(go())
+
+
+def _relations(scores: list[float]) -> list[int]:
+    return [(a > b) - (a < b) for a, b in combinations(scores, 2)]
+
+
+# --- the synthetic set ---------------------------------------------------------------------------
+
+
+def test_true_rating_follows_the_stated_rule() -> None:
+    assert true_rating(Built(4, 0, False), 4) == Rating(5, 5, 5)
+    assert true_rating(Built(2, 0, True), 4) == Rating(3, 2, 3)
+    assert true_rating(Built(3, 1, False), 4) == Rating(4, 5, 2)  # 1 + round(3) = 4; 4 - 2 = 2
+    assert true_rating(Built(1, 1, False), 4) == Rating(2, 5, 1)  # correctness floored at 1
+
+
+def test_synthetic_responses_hold_exactly_the_facts_they_were_built_with() -> None:
+    for index in range(24):
+        item, built = synthetic_item(index, seed=3)
+        condition = CONDITIONS[index % len(CONDITIONS)]
+        for response, b in zip(item.responses, built, strict=True):
+            stated = sum(f in response.text for f in condition.facts)
+            wrong = sum(e in response.text for e in condition.errors)
+            assert (stated, wrong) == ((0, 0) if b.fragments else (b.facts, b.errors))
+            assert set(response.ratings) == set(PHYSICIANS)
+            truth = true_rating(b, len(condition.facts))
+            for rating in response.ratings.values():  # each rater within one point of the rule
+                assert abs(rating.relevancy - truth.relevancy) <= 1
+                assert abs(rating.correctness - truth.correctness) <= 1
+    assert synthetic_set(5, seed=1) == synthetic_set(5, seed=1) != synthetic_set(5, seed=2)
+
+
+# --- several judges side by side -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list[Path]]:  # type: ignore[type-arg]
+    items = synthetic_set(30, seed=7)
+    root = tmp_path_factory.mktemp("judges")
+    _judge(items, fact_judge, "fact-judge", root / "fact")
+    _judge(items, flat_judge, "flat-judge", root / "flat")
+    return items, [root / "fact", root / "flat"]
+
+
+def test_flat_judge_agreement_is_the_share_of_ties_among_the_physicians(judged) -> None:  # type: ignore[no-untyped-def]
+    items, folders = judged
+    result = analyze(items, read_judge_runs(folders), AnalysisSettings(resamples=500, rationale=False))
+    flat = next(b for b in result["judges"] if b["judge"] == "flat-judge")
+    humans = [[r.human_score() for r in i.responses] for i in items]
+    relations = [_relations(h) for h in humans]  # type: ignore[arg-type]
+    ties = sum(rel.count(0) for rel in relations)
+    all_equal = sum(all(x == 0 for x in rel) for rel in relations)
+    assert flat["agreement"]["accuracy_2tuple"] == pytest.approx(ties / (3 * len(items)))
+    assert flat["agreement"]["accuracy_triple"] == pytest.approx(all_equal / len(items))
+    assert flat["parse_rate"] == 1.0 and flat["verdicts"] == 60
+    # a flat judge never prefers anything: every pair is a tie in its win/tie table
+    assert all(p["tie_rate"] == 1.0 for p in flat["win_tie"])
+    assert flat["agreement"]["spearman"] is None  # constant judge scores: undefined, with its reason
+    assert any("spearman" in u for u in flat["agreement"]["undefined"])
+
+
+def test_fact_judge_is_best_and_the_flat_one_is_tested_against_it(judged) -> None:  # type: ignore[no-untyped-def]
+    items, folders = judged
+    result = analyze(items, read_judge_runs(folders), AnalysisSettings(resamples=500, rationale=False))
+    assert result["best"] == "fact-judge"
+    fact, flat = result["judges"]
+    # the fact judge's scores, derived from how each response was built (not from the prompt)
+    expected = []
+    for index in range(30):
+        item, built = synthetic_item(index, seed=7)
+        k = len(CONDITIONS[index % len(CONDITIONS)].facts)
+        expected.append([1 + round(4 * (0 if b.fragments else b.facts) / k) for b in built])
+    humans = [[r.human_score() for r in i.responses] for i in items]
+    per_item = [
+        sum(a == b for a, b in zip(_relations(h), _relations(e), strict=True)) / 3  # type: ignore[arg-type]
+        for h, e in zip(humans, expected, strict=True)
+    ]
+    assert fact["agreement"]["accuracy_2tuple"] == pytest.approx(sum(per_item) / 30)
+    low, high = fact["agreement"]["accuracy_2tuple_ci"]
+    assert low <= fact["agreement"]["accuracy_2tuple"] <= high
+    test = flat["vs_best"]
+    assert test["items"] == 30 and "vs_best" not in fact
+    # the paired t-test is scipy's on the same per-item shares
+    from scipy import stats
+
+    flat_items = [_relations(h).count(0) / 3 for h in humans]  # type: ignore[arg-type]
+    t = stats.ttest_rel(flat_items, per_item)
+    assert test["t_test"]["pvalue"] == pytest.approx(float(t.pvalue))
+    assert test["difference_2tuple"]["mean"] == pytest.approx(sum(flat_items) / 30 - sum(per_item) / 30)
+    # physicians' side: reliability and win/tie from the set alone
+    assert result["physicians"]["physicians"] == 3
+    careful_vs_terse = result["physician_win_tie"][0]
+    assert (careful_vs_terse["model"], careful_vs_terse["opponent"]) == ("careful", "terse")
+    wins = sum(h[0] > h[1] for h in humans)  # type: ignore[operator]
+    assert careful_vs_terse["wins"] == wins
+
+
+def test_analyze_command_writes_an_escaped_report_and_refuses_a_foreign_set(
+    judged, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    from clinieval.benchmarks.automedeval.convert import write_set
+    from tests.conftest import run_cli
+
+    items, folders = judged
+    set_path = tmp_path / "set.jsonl"
+    write_set(items, set_path)
+    done = run_cli("automedeval", "analyze", str(set_path), *map(str, folders), "--out", str(tmp_path / "r"),
+                   "--resamples", "200")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "r" / "automedeval.json").read_text())
+    assert [b["judge"] for b in result["judges"]] == ["fact-judge", "flat-judge"]
+    page = (tmp_path / "r" / "automedeval.html").read_text()
+    md = (tmp_path / "r" / "automedeval.md").read_text()
+    assert "Judges side by side" in md and "<svg" in page and "BARTScore: not available" in md
+    assert result["judges"][0]["rationale"]["items"] == 30  # the set's reference rationales were scored
+    other = tmp_path / "other.jsonl"
+    write_set(synthetic_set(3, seed=99)[:2], other)
+    foreign = json.loads(set_path.read_text().splitlines()[0])
+    foreign["id"] = "not-judged"
+    other.write_text(json.dumps(foreign) + "\n")
+    bad = run_cli("automedeval", "analyze", str(other), str(folders[0]), "--out", str(tmp_path / "r2"))
+    assert bad.returncode == 2 and "not in the set" in bad.stderr and not (tmp_path / "r2").exists()
+
+
+def test_html_report_escapes_model_names(judged, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from clinieval.benchmarks.automedeval import report
+
+    items, folders = judged
+    evil = [replace(i, responses=tuple(replace(r, model=f"<script>{r.model}</script>") for r in i.responses))
+            for i in items]  # fmt: skip
+    result = analyze(evil, read_judge_runs(folders), AnalysisSettings(resamples=200, rationale=False))
+    report.write(result, tmp_path)
+    page = (tmp_path / "automedeval.html").read_text()
+    assert "<script>careful" not in page and "&lt;script&gt;careful" in page
+
+
+def test_read_judge_runs_errors_name_the_folder(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no verdicts.jsonl"):
+        read_judge_runs([tmp_path])
+    (tmp_path / "verdicts.jsonl").write_text('{"item": "a"}\n')
+    with pytest.raises(UserError, match=r"verdicts.jsonl:1: not a verdict"):
+        read_judge_runs([tmp_path])
+
+
+def test_a_written_set_reads_back_with_its_ratings_and_rationales(tmp_path: Path) -> None:
+    """write_set once dropped ratings and rationales, so a converted set lost its physicians."""
+    from dataclasses import replace
+
+    from clinieval.benchmarks.automedeval.convert import write_set
+    from clinieval.benchmarks.automedeval.data import load_set
+
+    items = synthetic_set(4, seed=2)
+    write_set(items, tmp_path / "s.jsonl")
+    back = load_set(tmp_path / "s.jsonl")
+    assert [replace(i, source="") for i in back] == [replace(i, source="") for i in items]
