@@ -38,7 +38,9 @@ def fact_judge(prompt: str) -> str:
     reference = prompt.split("[Reference Answer]\n", 1)[1].split("\n\n[Doctors' Answers]", 1)[0]
     facts = [f for f in re.split(r"(?<=\.) ", reference) if f]
     answers = prompt.split("[Doctors' Answers]\n", 1)[1]
-    scores = [1 + round(4 * sum(f in text for f in facts) / len(facts)) for _, text in _DOCTOR.findall(answers)]
+    scores = [
+        1 + round(4 * sum(f in text for f in facts) / len(facts)) for _, text in _DOCTOR.findall(answers)
+    ]
     return "Analyze: Step 1: counted the key points.\nScore: " + " ".join(
         f"Doctor {i}: {s} points." for i, s in enumerate(scores, 1)
     )
@@ -160,7 +162,8 @@ def test_fact_judge_is_best_and_the_flat_one_is_tested_against_it(judged) -> Non
 
 
 def test_analyze_command_writes_an_escaped_report_and_refuses_a_foreign_set(
-    judged, tmp_path: Path  # type: ignore[no-untyped-def]
+    judged,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from clinieval.benchmarks.automedeval.convert import write_set
     from tests.conftest import run_cli
@@ -219,3 +222,69 @@ def test_a_written_set_reads_back_with_its_ratings_and_rationales(tmp_path: Path
     write_set(items, tmp_path / "s.jsonl")
     back = load_set(tmp_path / "s.jsonl")
     assert [replace(i, source="") for i in back] == [replace(i, source="") for i in items]
+
+
+# --- the overlap baseline, several judges in one command, the demo --------------------------------
+
+
+def test_overlap_baseline_scores_reference_word_recall() -> None:
+    from clinieval.benchmarks.automedeval.baseline import OverlapJudge, content_words, overlap_score
+    from clinieval.benchmarks.automedeval.judging import judge_messages
+    from clinieval.benchmarks.automedeval.verdict import parse_scores
+    from clinieval.types import GenerationConfig, Message
+
+    reference = "Metformin lowers glucose. Exercise helps weight loss."
+    assert content_words(reference) == {
+        "metformin",
+        "lowers",
+        "glucose",
+        "exercise",
+        "helps",
+        "weight",
+        "loss",
+    }
+    assert overlap_score("metformin and exercise", reference) == 1 + round(4 * 2 / 7)  # 2
+    assert overlap_score(reference, reference) == 5 and overlap_score("nothing here", reference) == 1
+    item = synthetic_set(1)[0]
+    messages = judge_messages(item, [r.text for r in item.responses])
+    out = asyncio.run(OverlapJudge().generate(messages, GenerationConfig()))
+    assert parse_scores(out.text, 3) == [overlap_score(r.text, item.reference) for r in item.responses]
+    other = asyncio.run(OverlapJudge().generate([Message("user", "hello")], GenerationConfig()))
+    assert not other.ok and "only reads the AutoMedEval judge prompt" in (other.error_message or "")
+
+
+def test_judge_command_compares_several_judges_in_one_run(tmp_path: Path) -> None:
+    from clinieval.benchmarks.automedeval.convert import write_set
+    from tests.conftest import run_cli
+
+    set_path = tmp_path / "set.jsonl"
+    write_set(synthetic_set(6, seed=4), set_path)
+    with FaultServer(responder=flat_judge) as server:
+        cmd = ("automedeval", "judge", str(set_path), "--judge", "baseline:overlap", "--judge",
+               f"openai:{server.url}@fault", "--out", str(tmp_path / "out"), "--repeats", "2",
+               "--no-progress", "--no-rationale")  # fmt: skip
+        done = run_cli(*cmd)
+        assert done.returncode == 0, done.stderr
+        asked = len(server.log.received)
+        again = run_cli(*cmd)
+        assert again.returncode == 0 and len(server.log.received) == asked == 12  # the rerun asked nothing
+    result = json.loads((tmp_path / "out" / "automedeval.json").read_text())
+    assert [b["judge"] for b in result["judges"]] == ["overlap-baseline", "fault"]
+    assert result["best"] == "overlap-baseline"
+    folders = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir())
+    assert len(folders) == 2 and all((tmp_path / "out" / f / "verdicts.jsonl").is_file() for f in folders)
+
+
+def test_demo_runs_end_to_end_with_an_embedded_judge(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    done = run_cli("automedeval", "demo", "--out", str(tmp_path), "--items", "2", "--repeats", "1",
+                   "--judge", "llamacpp:smollm2-135m-instruct", "--judge", "baseline:overlap",
+                   "--no-progress", timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "automedeval.json").read_text())
+    assert [b["judge"] for b in result["judges"]] == ["smollm2-135m-instruct", "overlap-baseline"]
+    assert result["warnings"][0].startswith("These numbers are on clinieval's synthetic")
+    assert any("not credible" in w for w in result["warnings"])  # the tiny judge is labelled
+    assert (tmp_path / "set.jsonl").is_file() and (tmp_path / "kb").is_dir()
+    assert result["judges"][0]["verdicts"] == 2  # 2 items x 1 repeat, parsed or not

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from clinieval.benchmarks.automedeval.build.cli import build_app
 from clinieval.benchmarks.automedeval.kb_cli import kb_app
 from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
@@ -14,6 +15,7 @@ from clinieval.errors import UserError
 
 app = command_group("AutoMedEval: a medical judge scoring several answers (in progress: kb).")
 app.add_typer(kb_app, name="kb")
+app.add_typer(build_app, name="build")
 
 
 @app.command()
@@ -37,25 +39,14 @@ def convert(
     )
 
 
-def judge_folders(out: Path, names: list[str]) -> list[Path]:
-    """Where each judge's verdicts go: ``out`` itself for one judge, ``out/<judge>`` for several."""
-    from clinieval.fsutil import slug
-
-    if len(names) == 1:
-        return [out]
-    folders = [out / slug(n) for n in names]
-    if len(set(folders)) != len(folders):
-        raise UserError(f"two --judge options name the same model: {', '.join(names)}")
-    return folders
-
-
 @app.command()
 def judge(
     judge_set_path: Annotated[
         Path, typer.Argument(metavar="SET", help="a judge-evaluation set (.jsonl, .csv)")
     ],
     judge_models: Annotated[
-        list[str], typer.Option("--judge", help="a judge's model spec; repeat to compare several judges")
+        list[str],
+        typer.Option("--judge", help="a judge's model spec, or baseline:overlap; repeat for several"),
     ],
     out: Annotated[
         Path,
@@ -86,10 +77,11 @@ def judge(
     import asyncio
     import dataclasses
 
+    from clinieval.benchmarks.automedeval.baseline import judge_model
     from clinieval.benchmarks.automedeval.data import load_set
-    from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_set
+    from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_all, judge_folders
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
-    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.models.spec import BackendOptions
 
     items = load_set(judge_set_path)
     folders = judge_folders(out, judge_models)
@@ -103,17 +95,9 @@ def judge(
         progress=progress,
     )
     options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    models = [parse_model_spec(spec, options) for spec in judge_models]
+    models = [judge_model(spec, options) for spec in judge_models]
 
-    async def go() -> None:
-        for model, folder in zip(models, folders, strict=True):
-            try:
-                await model.check()
-                await judge_set(items, model, folder, plan)
-            finally:
-                await model.aclose()
-
-    asyncio.run(go())
+    asyncio.run(judge_all(items, models, folders, plan))
     typer.echo(f"{len(items)} items x {repeats} repeats judged by {len(models)} judge(s)")
     _analyze_and_write(items, folders, out, rationale=rationale)
 
@@ -149,3 +133,28 @@ def analyze(
     from clinieval.benchmarks.automedeval.data import load_set
 
     _analyze_and_write(load_set(judge_set_path), folders, out, rationale=rationale, resamples=resamples)
+
+
+@app.command()
+def demo(
+    out: Annotated[
+        Path, typer.Option(help="folder for the synthetic set, the knowledge base, verdicts, report")
+    ],
+    judge_models: Annotated[
+        list[str] | None,
+        typer.Option("--judge", help="judges (default: both embedded models and baseline:overlap)"),
+    ] = None,
+    items: Annotated[int, typer.Option(min=2, help="synthetic items")] = 12,
+    repeats: Annotated[int, typer.Option(min=1, help="repeats per item, each in its own order")] = 2,
+    seed: Annotated[int, typer.Option(help="seed of the set and of the orders")] = 0,
+    progress: ShowProgress = True,
+) -> None:
+    """AutoMedEval end to end on a synthetic set with computable physician ratings: the embedded
+    models judge it with the knowledge chain, and the report puts them side by side."""
+    from clinieval.benchmarks.automedeval.demo import DemoPlan, demo_judges, run_demo
+
+    plan = DemoPlan(
+        out, demo_judges(judge_models), items=items, repeats=repeats, seed=seed, progress=progress
+    )
+    written = run_demo(plan, typer.echo)
+    typer.echo("written: " + ", ".join(str(p) for p in written))

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from clinieval.benchmarks.automedeval.knowledge import MAX_ROUNDS, KnowledgeBase, knowledge_line, question_of
+from clinieval.benchmarks.automedeval.knowledge import (
+    MAX_ROUNDS,
+    KnowledgeBase,
+    Lookup,
+    knowledge_line,
+    question_of,
+)
 from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.benchmarks.automedeval.verdict import (
     cut_response,
@@ -110,28 +116,63 @@ def read_verdicts(folder: Path) -> list[Entry]:
     return [Entry.from_dict(obj, where) for where, obj in json_objects(path)]
 
 
+@dataclass
+class Chained:
+    """The last reply of a knowledge-chain conversation, every lookup made, or why a call failed."""
+
+    text: str = ""
+    lookups: list[Lookup] = field(default_factory=list)
+    error: str | None = None
+
+
+async def ask_with_knowledge(
+    calls: CachedCalls,
+    tally: CallTally,
+    kind: str,
+    settings: JSON,
+    messages: list[Message],
+    repeat: int,
+    config: GenerationConfig,
+    kb: KnowledgeBase | None,
+) -> Chained:
+    """The knowledge completion chain: ask; while the reply holds a ``[Question]`` line and fewer
+    than :data:`MAX_ROUNDS` lookups were made, append the lookup and ask again. Every call goes
+    through the cache (``kind``, ``settings``, ``repeat`` are its key), so a resumed pass replays the
+    whole conversation from the cache. Shared by the judge, the teacher and introspection."""
+    done = Chained()
+    for round_ in range(MAX_ROUNDS + 1):
+        out, asked = await cached_generate(calls, kind, settings, messages, repeat, config)
+        tally.add(out, asked)
+        if not out.ok:
+            done.error = f"call failed: {out.error_kind}"
+            return done
+        done.text = out.text
+        query = question_of(out.text) if kb is not None and round_ < MAX_ROUNDS else None
+        if query is None:
+            break
+        found = kb.lookup(query)  # type: ignore[union-attr]
+        done.lookups.append(found)
+        messages = [*messages, Message("assistant", out.text), Message("user", knowledge_line(found))]
+    return done
+
+
 async def _judge_unit(
     item: JudgeItem, repeat: int, calls: CachedCalls, tally: CallTally, plan: JudgePlan
 ) -> Entry:
     shown = permutation(plan.seed, item.id, repeat, len(item.responses))
     cuts = [cut_response(item.responses[j].text) for j in shown]
     entry = Entry(item.id, repeat, shown, [c.cut for c in cuts])
-    messages = judge_messages(item, [c.text for c in cuts])
     config = replace(plan.generation, seed=(plan.generation.seed or 0) + repeat)
     settings = {**config.to_dict(), "judge": "automedeval"}
-    for round_ in range(MAX_ROUNDS + 1):
-        out, asked = await cached_generate(calls, "automedeval-judge", settings, messages, repeat, config)
-        tally.add(out, asked)
-        if not out.ok:
-            entry.error = f"judge call failed: {out.error_kind}"
-            return entry
-        entry.raw = out.text
-        query = question_of(out.text) if plan.kb is not None and round_ < MAX_ROUNDS else None
-        if query is None:
-            break
-        found = plan.kb.lookup(query)  # type: ignore[union-attr]
-        entry.lookups.append({"query": query, "chunks": list(found.chunk_ids)})
-        messages = [*messages, Message("assistant", out.text), Message("user", knowledge_line(found))]
+    chained = await ask_with_knowledge(
+        calls, tally, "automedeval-judge", settings, judge_messages(item, [c.text for c in cuts]), repeat,
+        config, plan.kb,
+    )  # fmt: skip
+    entry.raw = chained.text
+    entry.lookups = [{"query": f.query, "chunks": list(f.chunk_ids)} for f in chained.lookups]
+    if chained.error is not None:
+        entry.error = f"judge {chained.error}"
+        return entry
     try:
         entry.scores = to_original(parse_scores(entry.raw, len(item.responses)), shown)
         entry.rationale = rationale(entry.raw)
@@ -175,6 +216,32 @@ async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: J
         out / "summary.json", summarize(items, done, judge, tally, time.perf_counter() - started)
     )
     return done
+
+
+async def judge_all(
+    items: Sequence[JudgeItem], judges: Sequence[Model], folders: Sequence[Path], plan: JudgePlan
+) -> None:
+    """Each judge over the set into its folder, one after the other (each is checked first, so a
+    wrong spec fails before any work; each is closed even when judging fails)."""
+    for judge, folder in zip(judges, folders, strict=True):
+        try:
+            await judge.check()
+            await judge_set(items, judge, folder, plan)
+        finally:
+            await judge.aclose()
+
+
+def judge_folders(out: Path, names: Sequence[str], *, nested: bool = False) -> list[Path]:
+    """Where each judge's verdicts go: ``out`` itself for a single judge (unless ``nested``),
+    else ``out/<judge>`` for each."""
+    from clinieval.fsutil import slug
+
+    if len(names) == 1 and not nested:
+        return [out]
+    folders = [out / slug(n) for n in names]
+    if len(set(folders)) != len(folders):
+        raise UserError(f"two judges would share a folder: {', '.join(names)}; give each judge once")
+    return folders
 
 
 def mean_scores(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> dict[str, list[float] | None]:

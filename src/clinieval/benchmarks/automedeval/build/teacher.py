@@ -1,0 +1,209 @@
+"""Step (c): a teacher model evaluates every instance, one-shot, with the knowledge completion chain.
+
+The prompt is the judge's own (:func:`judging.judge_messages`: the format the trained judge will
+be asked in), with one worked example before it as a user/assistant pair, so the teacher sees the
+expected ``Analyze: Step 1: ... Score: Doctor 1: X points. ...`` reply once (the paper's one-shot
+prompt; its wording is not public, this is clinieval's). The responses are shown in their
+original order, never permuted: the teacher's scores are training targets, and the instance's
+order is the one the SFT example shows.
+
+The knowledge completion chain is the one :mod:`judging` runs: while the reply holds a
+``[Question]`` line and fewer than :data:`MAX_ROUNDS` lookups were made, the lookup is appended
+(``According to the Reference, ...``) and the teacher continues; the last reply is the evaluation
+(the protocol asks for the whole analysis and score once the knowledge is given), read with
+:func:`verdict.parse_scores`. Every call goes through the folder's request cache, so a killed
+pass resumes and a second pass asks nothing. An unparsed reply is kept with ``scores: null`` and
+counted: it is never an SFT example, but a reader can see what the teacher wrote.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from clinieval.benchmarks.automedeval.build.instances import (
+    Evaluation,
+    Instance,
+    LookupRecord,
+    write_instances,
+)
+from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, ask_with_knowledge, judge_messages
+from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
+from clinieval.benchmarks.automedeval.records import JudgeItem, Response
+from clinieval.benchmarks.automedeval.verdict import cut_response, parse_scores
+from clinieval.cache import RequestCache
+from clinieval.errors import UserError
+from clinieval.fsutil import atomic_write_json
+from clinieval.judge.rubric import VerdictParseError
+from clinieval.models.base import Model
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, run_each
+from clinieval.types import GenerationConfig, Message
+
+TEACHER_GENERATION = JUDGE_GENERATION
+"""Greedy, as the judge: a training target should be the teacher's most likely evaluation."""
+PROMPT_NAME = "automedeval-teacher-one-shot-v1"
+"""Part of every cache key: a changed example must never reuse old evaluations."""
+
+INSTANCES_FILE = "instances.jsonl"
+SUMMARY_FILE = "teach-summary.json"
+CACHE_FILE = "cache.sqlite"
+
+EXAMPLE = JudgeItem(
+    id="one-shot-example",
+    question="I have had a sore throat and a mild fever for two days. Should I take antibiotics?",
+    reference=(
+        "Most sore throats with fever are caused by viruses and get better within a week; antibiotics "
+        "do not help them. Rest, fluids and paracetamol or ibuprofen ease the symptoms. Antibiotics are "
+        "needed only for a bacterial (streptococcal) throat infection, confirmed by a rapid test or a "
+        "throat swab. See a doctor if it lasts over a week, or for trouble swallowing or breathing."
+    ),
+    responses=(
+        Response("example-a", (
+            "It is most likely a viral infection, which antibiotics do not treat. Rest, drink fluids and "
+            "take paracetamol for the fever. If it is not better in a week, or swallowing becomes hard, "
+            "see a doctor, who may test for a strep throat that would need antibiotics."
+        )),
+        Response("example-b", (
+            "Drink warm fluids and rest. A sore throat usually goes away. You could ask a pharmacist "
+            "for lozenges."
+        )),
+        Response("example-c", "Yes, start amoxicillin at once so the infection does not spread."),
+    ),
+)  # fmt: skip
+"""The one-shot example: made up, three answers clearly good, partial and wrong."""
+
+EXAMPLE_REPLY = (
+    "Analyze: Step 1: The reference says a sore throat with fever is usually viral, antibiotics do not "
+    "help, symptoms are eased with rest, fluids and paracetamol, and antibiotics are only for a "
+    "confirmed bacterial throat. Step 2: Doctor 1 matches the reference: viral cause, no antibiotics, "
+    "symptom relief, when to see a doctor and the strep test; relevant, fluent and correct. Doctor 2 is "
+    "relevant and fluent and not wrong, but it does not answer whether antibiotics are needed and "
+    "omits when to seek care. Doctor 3 recommends antibiotics without a test, which contradicts the "
+    "reference and is harmful.\n"
+    "Score: Doctor 1: 5 points. Doctor 2: 3 points. Doctor 3: 1 points."
+)
+
+
+def teacher_messages(instance: Instance) -> list[Message]:
+    """The one-shot prompt: the judge's system message for this instance's k, the example as a
+    user/assistant pair, then the instance with its responses in original order (each cut to the
+    paper's 1,000 characters)."""
+    shown = [cut_response(a.text).text for a in instance.responses]
+    system, user = judge_messages(instance.judge_item(), shown)
+    _, example_user = judge_messages(EXAMPLE, [r.text for r in EXAMPLE.responses])
+    return [system, example_user, Message("assistant", EXAMPLE_REPLY), user]
+
+
+@dataclass(frozen=True)
+class TeachPlan:
+    generation: GenerationConfig = TEACHER_GENERATION
+    kb: KnowledgeBase | None = None
+    concurrency: int | None = None
+    progress: bool = True
+
+
+@dataclass
+class Taught:
+    instances: list[Instance]
+    failed: dict[str, str] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+async def _evaluate(
+    instance: Instance, calls: CachedCalls, tally: CallTally, plan: TeachPlan, label: str
+) -> Evaluation | str:
+    """The teacher's evaluation of one instance, or why the call failed (a failure is no
+    evaluation: it is asked again on the next pass)."""
+    settings = {**plan.generation.to_dict(), "teacher": PROMPT_NAME}
+    chained = await ask_with_knowledge(
+        calls, tally, "automedeval-teacher", settings, teacher_messages(instance), 0, plan.generation, plan.kb
+    )
+    if chained.error is not None:
+        return f"teacher {chained.error}"
+    text = chained.text
+    lookups = [LookupRecord(f.query, f.chunk_ids) for f in chained.lookups]
+    try:
+        scores: tuple[int, ...] | None = tuple(parse_scores(text, len(instance.responses)))
+    except VerdictParseError:
+        scores = None
+    return Evaluation(label, text, scores, tuple(lookups))
+
+
+def check_responses(instances: Sequence[Instance], source: str) -> None:
+    """Every instance must have responses to evaluate (checked before a teacher is opened)."""
+    for x in instances:
+        if not x.responses:
+            raise UserError(
+                f"{source}: instance {x.id!r} has no responses; run `automedeval build generate` first"
+            )
+
+
+async def teach(
+    instances: Sequence[Instance], teacher: Model, out: Path, plan: TeachPlan, source: str = "instances"
+) -> Taught:
+    """Evaluate every instance into ``out`` (instances.jsonl with ``evaluation`` set, a summary).
+    An instance whose teacher call failed is left out and counted; a rerun asks it again."""
+    check_responses(instances, source)
+    out.mkdir(parents=True, exist_ok=True)
+    cache, tally = RequestCache(out / CACHE_FILE), CallTally()
+    results: dict[int, Evaluation | str] = {}
+    bar = ProgressBar(plan.progress, len(instances), 0, f"teach {teacher.name}")
+    started = time.perf_counter()
+    calls = CachedCalls(teacher, cache)
+
+    async def one(i: int) -> None:
+        results[i] = await _evaluate(instances[i], calls, tally, plan, teacher.name)
+        bar.advance()
+
+    try:
+        with bar:
+            await run_each(range(len(instances)), plan.concurrency or teacher.max_concurrency, one)
+    finally:
+        cache.close()
+    done = Taught([])
+    for i, x in enumerate(instances):
+        result = results[i]
+        if isinstance(result, str):
+            done.failed[x.id] = result
+        else:
+            done.instances.append(replace(x, evaluation=result, verification=None, quality=None,
+                                          quality_score=None, suggestions=()))  # fmt: skip
+    write_instances(out / INSTANCES_FILE, done.instances)
+    done.summary = _summary(instances, done, teacher, tally, plan, time.perf_counter() - started)
+    atomic_write_json(out / SUMMARY_FILE, done.summary)
+    return done
+
+
+def _summary(
+    instances: Sequence[Instance],
+    done: Taught,
+    teacher: Model,
+    tally: CallTally,
+    plan: TeachPlan,
+    seconds: float,
+) -> dict[str, Any]:
+    evaluations = [x.evaluation for x in done.instances if x.evaluation is not None]
+    parsed = sum(e.scores is not None for e in evaluations)
+    return {
+        "teacher": {"name": teacher.name, "identity": teacher.identity},
+        "items": len(instances),
+        "evaluated": len(evaluations),
+        "parsed": parsed,
+        "unparsed": len(evaluations) - parsed,
+        "parse_rate": parsed / len(evaluations) if evaluations else None,
+        "failed": len(done.failed),
+        "failures": dict(Counter(done.failed.values())),
+        "failed_ids": sorted(done.failed),
+        "knowledge_base": plan.kb is not None,
+        "lookups": sum(len(e.lookups) for e in evaluations),
+        "items_with_lookups": sum(bool(e.lookups) for e in evaluations),
+        "generation": plan.generation.to_dict(),
+        "prompt": PROMPT_NAME,
+        "calls": {"requests": tally.requests, "cache_hits": tally.cache_hits,
+                  "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
+        "seconds": round(seconds, 3),
+    }  # fmt: skip

@@ -1,0 +1,101 @@
+"""AutoMedEval end to end without restricted data: the synthetic set, a knowledge base, the
+embedded models as judges (each repeat in its own seeded order, with the knowledge chain), and the
+report with the judges side by side.
+
+The set's physician ratings follow a stated rule from how each response was built (see
+:mod:`clinieval.benchmarks.automedeval.synth`), so what a good judge should say is known. The
+embedded models are tiny: as judges they exercise every step with real text and real parsing, and
+the report labels them not credible. Re-running resumes: the set and the knowledge base are
+reused, finished judge calls come from each judge's cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from clinieval.benchmarks.automedeval.records import JudgeItem
+
+SYNTHETIC_WARNING = (
+    "These numbers are on clinieval's synthetic judge-evaluation set: its physician ratings are a stated "
+    "formula of how each response was built, plus seeded rater noise, not real physicians. They check the "
+    "method end to end and are not comparable with the paper's."
+)
+
+DEMO_MAX_TOKENS = 256
+"""Shorter than the judge's default 512: the tiny judges otherwise write on to the limit, doubling
+the demo's time without changing what it shows. Recorded in each judge's cache key."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoPlan:
+    out: Path
+    judges: tuple[str, ...]
+    items: int = 12
+    repeats: int = 2
+    seed: int = 0
+    n_ctx: int = 4096
+    progress: bool = True
+
+
+def _knowledge_base(folder: Path) -> Path:
+    """A small base of the synthetic conditions' key facts, one document per condition."""
+    from clinieval.benchmarks.automedeval.knowledge import build_kb
+    from clinieval.benchmarks.automedeval.synth import CONDITIONS
+    from clinieval.fsutil import atomic_write_text
+
+    kb = folder / "kb"
+    if not kb.is_dir():
+        docs = folder / "documents"
+        docs.mkdir(parents=True, exist_ok=True)
+        for n, condition in enumerate(CONDITIONS):
+            atomic_write_text(docs / f"condition-{n:02d}.txt", " ".join(condition.facts) + "\n")
+        build_kb([docs], kb)
+    return kb
+
+
+def _the_set(plan: DemoPlan) -> list[JudgeItem]:
+    from clinieval.benchmarks.automedeval.convert import write_set
+    from clinieval.benchmarks.automedeval.synth import synthetic_set
+
+    items = synthetic_set(plan.items, seed=plan.seed)
+    write_set(items, plan.out / "set.jsonl")
+    return items
+
+
+def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
+    """Write the set, the base, each judge's verdicts and the report under ``plan.out``."""
+    from clinieval.benchmarks.automedeval import report
+    from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, analyze, read_judge_runs
+    from clinieval.benchmarks.automedeval.baseline import judge_model
+    from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_all, judge_folders
+    from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
+    from clinieval.models.spec import BackendOptions
+
+    plan.out.mkdir(parents=True, exist_ok=True)
+    items = _the_set(plan)
+    kb = KnowledgeBase(_knowledge_base(plan.out))
+    judge_plan = JudgePlan(
+        repeats=plan.repeats,
+        seed=plan.seed,
+        generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=DEMO_MAX_TOKENS),
+        kb=kb,
+        progress=plan.progress,
+    )
+    folders = judge_folders(plan.out / "judges", plan.judges, nested=True)
+    echo(f"judging {len(items)} items x {plan.repeats} repeats with {', '.join(plan.judges)}")
+    judges = [judge_model(spec, BackendOptions(n_ctx=plan.n_ctx)) for spec in plan.judges]
+    asyncio.run(judge_all(items, judges, folders, judge_plan))
+    result = analyze(items, read_judge_runs(folders), AnalysisSettings(), warnings=[SYNTHETIC_WARNING])
+    return report.write(result, plan.out)
+
+
+def demo_judges(judges: Sequence[str] | None) -> tuple[str, ...]:
+    """Both embedded models and the rule-based overlap baseline, unless judges are given."""
+    from clinieval.benchmarks.automedeval.baseline import SPEC
+    from clinieval.models.catalog import DEMO_MODELS
+
+    return tuple(judges or (*DEMO_MODELS, SPEC))
