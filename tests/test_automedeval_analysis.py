@@ -133,7 +133,7 @@ def test_fact_judge_is_best_and_the_flat_one_is_tested_against_it(judged) -> Non
     # the fact judge's scores, derived from how each response was built (not from the prompt)
     expected = []
     for index in range(30):
-        item, built = synthetic_item(index, seed=7)
+        _, built = synthetic_item(index, seed=7)
         k = len(CONDITIONS[index % len(CONDITIONS)].facts)
         expected.append([1 + round(4 * (0 if b.fragments else b.facts) / k) for b in built])
     humans = [[r.human_score() for r in i.responses] for i in items]
@@ -204,7 +204,7 @@ def test_html_report_escapes_model_names(judged, tmp_path: Path) -> None:  # typ
 
 
 def test_read_judge_runs_errors_name_the_folder(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="no verdicts.jsonl"):
+    with pytest.raises(UserError, match=r"no verdicts\.jsonl"):
         read_judge_runs([tmp_path])
     (tmp_path / "verdicts.jsonl").write_text('{"item": "a"}\n')
     with pytest.raises(UserError, match=r"verdicts.jsonl:1: not a verdict"):
