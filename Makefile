@@ -8,10 +8,10 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 DEMO_LIMIT ?= 40
-# `make demo` runs PubMedQA; `make demo DEMO=medalign` or `make demo DEMO=ehrnoteqa` runs that demo.
+# `make demo` runs PubMedQA; `make demo DEMO=medalign` (ehrnoteqa, medeval, automedeval) runs that demo.
 DEMO ?= pubmedqa
 
-.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval test lint typecheck bench clean
+.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval demo-automedeval test lint typecheck bench clean
 
 install: $(VENV)/.installed
 
@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/pip install --quiet PyFastNER==1.0.10 quicksectx==0.4.1 pysbd==0.3.4 jsonschema==4.26.0 \
 	  Unidecode==1.4.0 nltk==3.10.4 medspacy_unqlite==0.9.8 pysimstring==1.3.0 six==1.17.0 loguru==0.7.3 \
 	  Cython==3.1.8
-	$(BIN)/pip install --quiet -e ".[embedding,medeval,dev]"
+	$(BIN)/pip install --quiet -e ".[embedding,medeval,train,dev]"
 	# METEOR needs WordNet: Debian's files, laid out for NLTK (with the lexnames file it lacks).
 	test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || \
 	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q wordnet-base wordnet-sense-index >/dev/null'
@@ -63,6 +63,11 @@ demo-medalign: install
 # formats, three scoring modes, the tiny judge x5 (labelled not credible), report.
 demo-ehrnoteqa: install
 	$(BIN)/clinieval ehrnoteqa demo --out runs/ehrnoteqa-demo
+
+# AutoMedEval without restricted data: a synthetic set with computable physician ratings, both embedded
+# models (labelled not credible) and the overlap baseline as judges with the knowledge chain, report.
+demo-automedeval: install
+	$(BIN)/clinieval automedeval demo --out runs/automedeval-demo
 
 test: install
 	$(BIN)/ruff check src tests bench

@@ -338,7 +338,7 @@ def _generated(tmp_path: Path) -> Path:
 
 
 def test_teach_one_shot_in_original_order_with_the_knowledge_chain(tmp_path: Path) -> None:
-    from clinieval.benchmarks.automedeval.build.teacher import EXAMPLE_REPLY
+    from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
     from clinieval.benchmarks.automedeval.knowledge import build_kb
     from tests.fault_server import FaultServer
 

@@ -1,7 +1,7 @@
 """AutoMedEval: a medical judge that scores several answers with a rationale (see README.md).
 
-Work in progress (issue 15): the judge-evaluation set format, the judge's reply format and bias
-controls, the agreement statistics and the knowledge base are here; the judge run is not yet, so
+A judge is evaluated over a set of answers (``clinieval automedeval judge | analyze``), and its
+training data is built by ``clinieval automedeval build ...``; there is no single-arm run, so
 ``clinieval run automedeval`` says where to go instead of running anything.
 """
 
@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class AutoMedEval(BenchmarkBase):
     name: str = "automedeval"
-    description: str = "AutoMedEval: a medical judge scoring several answers (in progress: kb)"
+    description: str = "AutoMedEval: a medical judge scoring several answers, against physicians"
 
     def task(self, request: TaskRequest) -> Task:
         """AutoMedEval judges sets of answers rather than answering; it has no single-arm run."""
         raise UserError(
-            "automedeval has no single-arm run: it judges sets of answers (the judge command is not built "
-            "yet); see `clinieval automedeval --help`"
+            "automedeval has no single-arm run: it judges sets of answers; see `clinieval automedeval judge "
+            "--help` (or `clinieval automedeval demo`)"
         )
 
     def commands(self) -> typer.Typer | None:

@@ -1,4 +1,4 @@
-"""``clinieval automedeval``: AutoMedEval's commands (so far the knowledge base; see README.md)."""
+"""``clinieval automedeval``: judge, analyze, kb, convert, build, train and demo (see docs/automedeval.md)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import typer
 from clinieval.benchmarks.automedeval.build.cli import build_app
 from clinieval.benchmarks.automedeval.kb_cli import kb_app
 from clinieval.benchmarks.automedeval.records import JudgeItem
+from clinieval.benchmarks.automedeval.train_cli import train
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
 
-app = command_group("AutoMedEval: a medical judge scoring several answers (in progress: kb).")
+app = command_group("AutoMedEval: judge a medical judge against physicians; build its training data.")
 app.add_typer(kb_app, name="kb")
 app.add_typer(build_app, name="build")
+app.command("train")(train)
 
 
 @app.command()
@@ -58,6 +60,9 @@ def judge(
         Path | None, typer.Option("--kb", help="a `kb build` folder: turns on the knowledge completion chain")
     ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="judge reply limit")] = 512,
+    one_shot: Annotated[
+        bool, typer.Option(help="show a worked example first (for judges not trained on the format)")
+    ] = False,
     rationale: Annotated[
         bool, typer.Option(help="score rationales against reference rationales with BERTScore")
     ] = True,
@@ -93,6 +98,7 @@ def judge(
         kb=kb,
         concurrency=concurrency,
         progress=progress,
+        one_shot=one_shot,
     )
     options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     models = [judge_model(spec, options) for spec in judge_models]
@@ -149,8 +155,11 @@ def demo(
     seed: Annotated[int, typer.Option(help="seed of the set and of the orders")] = 0,
     progress: ShowProgress = True,
 ) -> None:
-    """AutoMedEval end to end on a synthetic set with computable physician ratings: the embedded
-    models judge it with the knowledge chain, and the report puts them side by side."""
+    """AutoMedEval end to end on a synthetic set whose physician ratings are computable.
+
+    Both embedded models (not credible) and the overlap baseline judge it with the knowledge chain;
+    the report puts them side by side. Re-running resumes from each judge's cache.
+    """
     from clinieval.benchmarks.automedeval.demo import DemoPlan, demo_judges, run_demo
 
     plan = DemoPlan(

@@ -84,6 +84,9 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
         generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=DEMO_MAX_TOKENS),
         kb=kb,
         progress=plan.progress,
+        # untrained tiny judges almost never write the score line without the worked example
+        # (0 of 24 replies each in a 12-item trial; 1 of 4 for SmolLM2 with it)
+        one_shot=True,
     )
     folders = judge_folders(plan.out / "judges", plan.judges, nested=True)
     echo(f"judging {len(items)} items x {plan.repeats} repeats with {', '.join(plan.judges)}")

@@ -27,6 +27,7 @@ from clinieval.benchmarks.automedeval.knowledge import (
     knowledge_line,
     question_of,
 )
+from clinieval.benchmarks.automedeval.prompts import judge_messages, one_shot_messages
 from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.benchmarks.automedeval.verdict import (
     cut_response,
@@ -47,28 +48,6 @@ from clinieval.types import GenerationConfig, Message
 JSON = dict[str, Any]
 
 JUDGE_GENERATION = GenerationConfig(temperature=0.0, max_tokens=512, seed=0)
-
-INSTRUCTION = (
-    "You are a medical expert evaluating answers to a patient's question. Compare each doctor's "
-    "answer with the reference answer for relevance, fluency and medical knowledge correctness, and "
-    "score each from 1 (worst) to 5 (best). If you need medical knowledge you are unsure of, write one "
-    "line starting with [Question] and stop; the knowledge will be given to you. Answer in this format:\n"
-    "Analyze: Step 1: ... Step 2: ...\n"
-    "Score: {scores}"
-)
-
-
-def judge_messages(item: JudgeItem, shown: Sequence[str]) -> list[Message]:
-    """The judge's prompt: the question, the reference, and the answers as Doctor 1..k in the
-    order shown, asking for the paper's output format."""
-    scores = " ".join(f"Doctor {i}: X points." for i in range(1, len(shown) + 1))
-    answers = "\n".join(f"Doctor {i}: {text}" for i, text in enumerate(shown, 1))
-    # "[Patient Question]", not "[Question]": a judge echoing its prompt must not look like a lookup
-    body = (
-        f"[Patient Question]\n{item.question}\n\n[Reference Answer]\n{item.reference}\n\n"
-        f"[Doctors' Answers]\n{answers}"
-    )
-    return [Message("system", INSTRUCTION.format(scores=scores)), Message("user", body)]
 
 
 @dataclass
@@ -163,11 +142,13 @@ async def _judge_unit(
     cuts = [cut_response(item.responses[j].text) for j in shown]
     entry = Entry(item.id, repeat, shown, [c.cut for c in cuts])
     config = replace(plan.generation, seed=(plan.generation.seed or 0) + repeat)
-    settings = {**config.to_dict(), "judge": "automedeval"}
+    settings = {**config.to_dict(), "judge": "automedeval"} | (
+        {"prompt": "one-shot-v1"} if plan.one_shot else {}
+    )
+    prompt = (one_shot_messages if plan.one_shot else judge_messages)(item, [c.text for c in cuts])
     chained = await ask_with_knowledge(
-        calls, tally, "automedeval-judge", settings, judge_messages(item, [c.text for c in cuts]), repeat,
-        config, plan.kb,
-    )  # fmt: skip
+        calls, tally, "automedeval-judge", settings, prompt, repeat, config, plan.kb
+    )
     entry.raw = chained.text
     entry.lookups = [{"query": f.query, "chunks": list(f.chunk_ids)} for f in chained.lookups]
     if chained.error is not None:
@@ -189,6 +170,8 @@ class JudgePlan:
     kb: KnowledgeBase | None = None
     concurrency: int | None = None
     progress: bool = True
+    one_shot: bool = False
+    """Show the worked example (:data:`prompts.EXAMPLE`) first: for judges not trained on the format."""
 
 
 async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: JudgePlan) -> list[Entry]:

@@ -14,12 +14,18 @@ from typing import Annotated
 
 import typer
 
+from clinieval.benchmarks.automedeval.build.quality_cli import introspect, quality_apply, quality_train
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError, one_of
 
 build_app = command_group(
     "Build AutoMedEval's judge training data: filter, generate, teach, export/import, curriculum."
 )
+quality_app = command_group("(e) The high/low quality classifier of the teacher's evaluations.")
+quality_app.command("train")(quality_train)
+quality_app.command("apply")(quality_apply)
+build_app.add_typer(quality_app, name="quality")
+build_app.command("introspect")(introspect)
 
 Instances = Annotated[Path, typer.Argument(metavar="INSTANCES", help="an instances .jsonl file")]
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clinieval.benchmarks.automedeval.build.instances import Instance
-from clinieval.benchmarks.automedeval.judging import judge_messages
+from clinieval.benchmarks.automedeval.prompts import judge_messages
 from clinieval.benchmarks.automedeval.verdict import _DOCTOR, _SCORE_LINE, cut_response
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.types import Message

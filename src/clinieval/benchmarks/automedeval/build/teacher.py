@@ -31,9 +31,9 @@ from clinieval.benchmarks.automedeval.build.instances import (
     LookupRecord,
     write_instances,
 )
-from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, ask_with_knowledge, judge_messages
+from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, ask_with_knowledge
 from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
-from clinieval.benchmarks.automedeval.records import JudgeItem, Response
+from clinieval.benchmarks.automedeval.prompts import one_shot_messages
 from clinieval.benchmarks.automedeval.verdict import cut_response, parse_scores
 from clinieval.cache import RequestCache
 from clinieval.errors import UserError
@@ -52,50 +52,12 @@ INSTANCES_FILE = "instances.jsonl"
 SUMMARY_FILE = "teach-summary.json"
 CACHE_FILE = "cache.sqlite"
 
-EXAMPLE = JudgeItem(
-    id="one-shot-example",
-    question="I have had a sore throat and a mild fever for two days. Should I take antibiotics?",
-    reference=(
-        "Most sore throats with fever are caused by viruses and get better within a week; antibiotics "
-        "do not help them. Rest, fluids and paracetamol or ibuprofen ease the symptoms. Antibiotics are "
-        "needed only for a bacterial (streptococcal) throat infection, confirmed by a rapid test or a "
-        "throat swab. See a doctor if it lasts over a week, or for trouble swallowing or breathing."
-    ),
-    responses=(
-        Response("example-a", (
-            "It is most likely a viral infection, which antibiotics do not treat. Rest, drink fluids and "
-            "take paracetamol for the fever. If it is not better in a week, or swallowing becomes hard, "
-            "see a doctor, who may test for a strep throat that would need antibiotics."
-        )),
-        Response("example-b", (
-            "Drink warm fluids and rest. A sore throat usually goes away. You could ask a pharmacist "
-            "for lozenges."
-        )),
-        Response("example-c", "Yes, start amoxicillin at once so the infection does not spread."),
-    ),
-)  # fmt: skip
-"""The one-shot example: made up, three answers clearly good, partial and wrong."""
-
-EXAMPLE_REPLY = (
-    "Analyze: Step 1: The reference says a sore throat with fever is usually viral, antibiotics do not "
-    "help, symptoms are eased with rest, fluids and paracetamol, and antibiotics are only for a "
-    "confirmed bacterial throat. Step 2: Doctor 1 matches the reference: viral cause, no antibiotics, "
-    "symptom relief, when to see a doctor and the strep test; relevant, fluent and correct. Doctor 2 is "
-    "relevant and fluent and not wrong, but it does not answer whether antibiotics are needed and "
-    "omits when to seek care. Doctor 3 recommends antibiotics without a test, which contradicts the "
-    "reference and is harmful.\n"
-    "Score: Doctor 1: 5 points. Doctor 2: 3 points. Doctor 3: 1 points."
-)
-
 
 def teacher_messages(instance: Instance) -> list[Message]:
     """The one-shot prompt: the judge's system message for this instance's k, the example as a
     user/assistant pair, then the instance with its responses in original order (each cut to the
     paper's 1,000 characters)."""
-    shown = [cut_response(a.text).text for a in instance.responses]
-    system, user = judge_messages(instance.judge_item(), shown)
-    _, example_user = judge_messages(EXAMPLE, [r.text for r in EXAMPLE.responses])
-    return [system, example_user, Message("assistant", EXAMPLE_REPLY), user]
+    return one_shot_messages(instance.judge_item(), [cut_response(a.text).text for a in instance.responses])
 
 
 @dataclass(frozen=True)
