@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clinieval.benchmarks.automedeval.build.instances import Instance, write_instances
-from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION
-from clinieval.benchmarks.automedeval.knowledge import MAX_ROUNDS, KnowledgeBase, knowledge_line, question_of
+from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, ask_with_knowledge
+from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
 from clinieval.benchmarks.automedeval.prompts import judge_messages
 from clinieval.benchmarks.automedeval.verdict import cut_response, parse_scores
 from clinieval.cache import RequestCache
@@ -198,21 +198,14 @@ async def judge_one(instance: Instance, calls: CachedCalls, tally: CallTally, pl
     messages = judge_messages(instance.judge_item(), _shown(instance))
     settings = {**plan.judge_generation.to_dict(), "judge": "automedeval"}
     done = Judged(instance.id)
-    for round_ in range(MAX_ROUNDS + 1):
-        out, asked = await cached_generate(
-            calls, "automedeval-judge", settings, messages, 0, plan.judge_generation
-        )
-        tally.add(out, asked)
-        if not out.ok:
-            done.error, done.failed = f"judge call failed: {out.error_kind}", True
-            return done
-        done.text = out.text
-        query = question_of(out.text) if round_ < MAX_ROUNDS else None
-        if query is None:
-            break
-        found = plan.kb.lookup(query)
-        done.lookups.append({"query": query, "chunks": list(found.chunk_ids)})
-        messages = [*messages, Message("assistant", out.text), Message("user", knowledge_line(found))]
+    chained = await ask_with_knowledge(
+        calls, tally, "automedeval-judge", settings, messages, 0, plan.judge_generation, plan.kb
+    )
+    done.text = chained.text
+    done.lookups = [{"query": f.query, "chunks": list(f.chunk_ids)} for f in chained.lookups]
+    if chained.error is not None:
+        done.error, done.failed = f"judge {chained.error}", True
+        return done
     try:
         done.scores = parse_scores(done.text, len(instance.responses))
     except VerdictParseError as e:
