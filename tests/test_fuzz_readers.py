@@ -1909,6 +1909,77 @@ def test_fuzz_automedeval_judge_sets(tmp_path: Path) -> None:
     tally.check()
 
 
+AUTOMEDEVAL_BUILD_WORDS = (
+    "id", "question", "reference", "answer", "instruction", "input", "output", "responses", "model",
+    "text", "evaluation", "teacher", "scores", "lookups", "query", "chunks", "verification", "keep",
+    "reasons", "physician", "quality", "quality_score", "suggestions", "high", "low", "label",
+    "messages", "role", "content", "user", "assistant", "system", "item", "repeat", "shown", "cut",
+    "0", "6", "-1", "true",
+)  # fmt: skip
+
+
+def _automedeval_build_seeds() -> dict[str, list[tuple[str, str]]]:
+    instance = {
+        "id": "i1", "question": "Q?", "reference": "R.",
+        "responses": [{"model": "a", "text": "A."}, {"model": "b", "text": "B."}],
+        "evaluation": {"teacher": "t", "text": "Analyze: ok\nScore: Doctor 1: 5 points. Doctor 2: 2 points.",
+                       "scores": [5, 2], "lookups": [{"query": "q", "chunks": ["doc#0"]}]},
+        "verification": {"keep": True, "reasons": ["fine"], "physician": "dr1"},
+        "quality": "high", "quality_score": 0.7, "suggestions": ["check the dose"],
+    }  # fmt: skip
+    second = {"id": "i2", "question": "Q2?", "reference": "R2.", "responses": []}
+    chat = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                         {"role": "assistant", "content": "a"}]}  # fmt: skip
+    verdict = {"item": "i1", "repeat": 0, "shown": [1, 0], "cut": [False, False], "scores": [2, 5],
+               "rationale": "r", "error": None, "raw": "x", "lookups": []}  # fmt: skip
+
+    def lines(*objs: object) -> str:
+        return "".join(json.dumps(o) + "\n" for o in objs)
+
+    wikidoc = {"instruction": "Answer.", "input": "Q?", "output": "A."}
+    plain = {"id": "x", "question": "Q2?", "answer": "A2."}
+    unparsed = {**verdict, "repeat": 1, "scores": None, "error": "unparsed"}
+    return {
+        "instances": [("jsonl", lines(instance, second))],
+        "qa": [("jsonl", lines(wikidoc, plain)), ("csv", "id,question,answer\nq1,Q?,A.\nq2,Q2?,A2.\n")],
+        "labels": [("csv", "id,text,label\na,Analyze: good,high\nb,Analyze: poor,low\n")],
+        "stage": [("jsonl", lines(chat, {**chat, "id": "i2"}))],
+        "verdicts": [("jsonl", lines(verdict, unparsed))],
+    }
+
+
+@pytest.mark.parametrize("kind", ["instances", "qa", "labels", "stage", "verdicts"])
+def test_fuzz_automedeval_build_files(kind: str, tmp_path: Path) -> None:
+    """AutoMedEval's training-data files: instances, QA pairs, quality labels, SFT stages, verdicts."""
+    from clinieval.benchmarks.automedeval.build.filtering import read_qa
+    from clinieval.benchmarks.automedeval.build.instances import read_instances
+    from clinieval.benchmarks.automedeval.build.quality import read_labelled
+    from clinieval.benchmarks.automedeval.judging import read_verdicts
+    from clinieval.benchmarks.automedeval.train import read_stage
+
+    readers = {
+        "instances": read_instances, "qa": read_qa, "labels": read_labelled, "stage": read_stage,
+        "verdicts": lambda path: read_verdicts(path.parent),
+    }  # fmt: skip
+    tally = Tally(f"AutoMedEval {kind}")
+
+    @FUZZ
+    @given(edited_table(_automedeval_build_seeds()[kind], AUTOMEDEVAL_BUILD_WORDS))
+    def case(args: tuple[str, bytes]) -> None:
+        suffix, data = args
+        name = "verdicts.jsonl" if kind == "verdicts" else f"{kind}.{suffix}"
+        path = write(tmp_path / name, data)
+        try:
+            readers[kind](path)
+        except UserError as e:
+            tally.reject(e, path)
+        else:
+            tally.accept()
+
+    case()
+    tally.check()
+
+
 # =================================================================================================
 # Exit code 2 and no partial output, through the real command line
 
