@@ -51,7 +51,8 @@ def flat_judge(prompt: str) -> str:
     return "Analyze: all similar.\nScore: " + " ".join(f"Doctor {i}: 3 points." for i in range(1, k + 1))
 
 
-def _judge(items: list, responder, name: str, out: Path, repeats: int = 2) -> None:  # type: ignore[no-untyped-def,type-arg]
+def _judge(items, responder, name: str, out: Path, repeats: int = 2, kb=None) -> list:  # type: ignore[no-untyped-def,type-arg]
+    """Judge ``items`` with a scripted local server; the request bodies it received."""
     from clinieval.models.openai_http import OpenAIModel
 
     with FaultServer(responder=responder) as server:
@@ -59,11 +60,12 @@ def _judge(items: list, responder, name: str, out: Path, repeats: int = 2) -> No
         async def go() -> None:
             model = OpenAIModel(server.url, name, timeout_s=10)
             try:
-                await judge_set(items, model, out, JudgePlan(repeats=repeats, progress=False))
+                await judge_set(items, model, out, JudgePlan(repeats=repeats, kb=kb, progress=False))
             finally:
                 await model.aclose()
 
         asyncio.run(go())
+    return server.log.bodies
 
 
 def _relations(scores: list[float]) -> list[int]:
@@ -246,7 +248,7 @@ def test_overlap_baseline_scores_reference_word_recall() -> None:
     assert overlap_score("metformin and exercise", reference) == 1 + round(4 * 2 / 7)  # 2
     assert overlap_score(reference, reference) == 5 and overlap_score("nothing here", reference) == 1
     item = synthetic_set(1)[0]
-    messages = judge_messages(item, [r.text for r in item.responses])
+    messages = judge_messages(item, [r.text for r in item.responses], knowledge=False)
     out = asyncio.run(OverlapJudge().generate(messages, GenerationConfig()))
     assert parse_scores(out.text, 3) == [overlap_score(r.text, item.reference) for r in item.responses]
     other = asyncio.run(OverlapJudge().generate([Message("user", "hello")], GenerationConfig()))
@@ -288,3 +290,23 @@ def test_demo_runs_end_to_end_with_an_embedded_judge(tmp_path: Path) -> None:
     assert any("not credible" in w for w in result["warnings"])  # the tiny judge is labelled
     assert (tmp_path / "set.jsonl").is_file() and (tmp_path / "kb").is_dir()
     assert result["judges"][0]["verdicts"] == 2  # 2 items x 1 repeat, parsed or not
+
+
+def test_the_judge_is_offered_lookups_only_when_a_base_answers_them(tmp_path: Path) -> None:
+    """Without --kb the prompt once still offered [Question]: a judge that asked lost its verdict."""
+    from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase, build_kb
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(3):
+        (docs / f"d{n}.txt").write_text(f"Document {n} about labetalol dosing and blood pressure.\n")
+    build_kb([docs], tmp_path / "kb")
+    items = synthetic_set(2)
+    without = _judge(items, flat_judge, "fault", tmp_path / "without", repeats=1)
+    with_kb = _judge(
+        items, flat_judge, "fault", tmp_path / "with", repeats=1, kb=KnowledgeBase(tmp_path / "kb")
+    )
+    systems = {name: [b["messages"][0]["content"] for b in bodies] for name, bodies in
+               (("without", without), ("with", with_kb))}  # fmt: skip
+    assert systems["without"] and not any("[Question]" in s for s in systems["without"])
+    assert systems["with"] and all("[Question]" in s for s in systems["with"])

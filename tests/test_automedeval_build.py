@@ -338,8 +338,8 @@ def _generated(tmp_path: Path) -> Path:
 
 
 def test_teach_one_shot_in_original_order_with_the_knowledge_chain(tmp_path: Path) -> None:
-    from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
     from clinieval.benchmarks.automedeval.knowledge import build_kb
+    from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
     from tests.fault_server import FaultServer
 
     docs = tmp_path / "docs"

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from clinieval.benchmarks.automedeval.build.cli import build_app
-from clinieval.benchmarks.automedeval.kb_cli import kb_app
+from clinieval.benchmarks.automedeval.kb_cli import KbSearch, kb_app
 from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.benchmarks.automedeval.train_cli import train
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
@@ -59,6 +59,7 @@ def judge(
     kb_path: Annotated[
         Path | None, typer.Option("--kb", help="a `kb build` folder: turns on the knowledge completion chain")
     ] = None,
+    kb_mode: KbSearch = "bm25",
     max_tokens: Annotated[int, typer.Option(min=1, help="judge reply limit")] = 512,
     one_shot: Annotated[
         bool, typer.Option(help="show a worked example first (for judges not trained on the format)")
@@ -90,7 +91,7 @@ def judge(
 
     items = load_set(judge_set_path)
     folders = judge_folders(out, judge_models)
-    kb = KnowledgeBase(kb_path) if kb_path is not None else None
+    kb = KnowledgeBase(kb_path, mode=kb_mode) if kb_path is not None else None
     plan = JudgePlan(
         repeats=repeats,
         seed=seed,

@@ -145,12 +145,14 @@ async def _judge_unit(
     settings = {**config.to_dict(), "judge": "automedeval"} | (
         {"prompt": "one-shot-v1"} if plan.one_shot else {}
     )
-    prompt = (one_shot_messages if plan.one_shot else judge_messages)(item, [c.text for c in cuts])
+    prompt = (one_shot_messages if plan.one_shot else judge_messages)(
+        item, [c.text for c in cuts], knowledge=plan.kb is not None
+    )
     chained = await ask_with_knowledge(
         calls, tally, "automedeval-judge", settings, prompt, repeat, config, plan.kb
     )
     entry.raw = chained.text
-    entry.lookups = [{"query": f.query, "chunks": list(f.chunk_ids)} for f in chained.lookups]
+    entry.lookups = [{"query": f.query, "chunks": list(f.chunk_ids), "mode": f.mode} for f in chained.lookups]
     if chained.error is not None:
         entry.error = f"judge {chained.error}"
         return entry

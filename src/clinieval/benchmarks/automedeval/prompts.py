@@ -16,16 +16,22 @@ from clinieval.types import Message
 INSTRUCTION = (
     "You are a medical expert evaluating answers to a patient's question. Compare each doctor's "
     "answer with the reference answer for relevance, fluency and medical knowledge correctness, and "
-    "score each from 1 (worst) to 5 (best). If you need medical knowledge you are unsure of, write one "
-    "line starting with [Question] and stop; the knowledge will be given to you. Answer in this format:\n"
+    "score each from 1 (worst) to 5 (best).{ask} Answer in this format:\n"
     "Analyze: Step 1: ... Step 2: ...\n"
     "Score: {scores}"
 )
+ASK = (
+    " If you need medical knowledge you are unsure of, write one line starting with [Question] and stop; "
+    "the knowledge will be given to you."
+)
+"""Offered only when a knowledge base will answer: a judge that asks and gets no answer loses its
+verdict (a scripted judge asking half the time parsed 52 % without a base, 100 % with one)."""
 
 
-def judge_messages(item: JudgeItem, shown: Sequence[str]) -> list[Message]:
+def judge_messages(item: JudgeItem, shown: Sequence[str], *, knowledge: bool) -> list[Message]:
     """The judge's prompt: the question, the reference, and the answers as Doctor 1..k in the
-    order shown, asking for the paper's output format."""
+    order shown, asking for the paper's output format; ``knowledge``: offer the ``[Question]``
+    lookup (only when a knowledge base is there to answer it)."""
     scores = " ".join(f"Doctor {i}: X points." for i in range(1, len(shown) + 1))
     answers = "\n".join(f"Doctor {i}: {text}" for i, text in enumerate(shown, 1))
     # "[Patient Question]", not "[Question]": a judge echoing its prompt must not look like a lookup
@@ -33,7 +39,8 @@ def judge_messages(item: JudgeItem, shown: Sequence[str]) -> list[Message]:
         f"[Patient Question]\n{item.question}\n\n[Reference Answer]\n{item.reference}\n\n"
         f"[Doctors' Answers]\n{answers}"
     )
-    return [Message("system", INSTRUCTION.format(scores=scores)), Message("user", body)]
+    system = INSTRUCTION.format(scores=scores, ask=ASK if knowledge else "")
+    return [Message("system", system), Message("user", body)]
 
 
 EXAMPLE = JudgeItem(
@@ -72,8 +79,8 @@ EXAMPLE_REPLY = (
 )
 
 
-def one_shot_messages(item: JudgeItem, shown: Sequence[str]) -> list[Message]:
+def one_shot_messages(item: JudgeItem, shown: Sequence[str], *, knowledge: bool) -> list[Message]:
     """The judge's prompt for ``item`` with the worked example before it as a user/assistant pair."""
-    system, user = judge_messages(item, shown)
-    _, example_user = judge_messages(EXAMPLE, [r.text for r in EXAMPLE.responses])
+    system, user = judge_messages(item, shown, knowledge=knowledge)
+    _, example_user = judge_messages(EXAMPLE, [r.text for r in EXAMPLE.responses], knowledge=knowledge)
     return [system, example_user, Message("assistant", EXAMPLE_REPLY), user]

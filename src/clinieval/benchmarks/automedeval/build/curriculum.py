@@ -68,7 +68,9 @@ def sft_messages(instance: Instance) -> list[Message]:
         raise ValueError(f"instance {instance.id!r} has no parsed evaluation: it is no SFT example")
     shown = [cut_response(a.text).text for a in instance.responses]
     reply = with_revisions(instance.evaluation.text, instance.suggestions)
-    return [*judge_messages(instance.judge_item(), shown), Message("assistant", reply)]
+    # the prompt the teacher answered (minus its worked example), offering the [Question] lookup:
+    # introspection runs the trained judge with the knowledge chain, and `judge --kb` asks the same
+    return [*judge_messages(instance.judge_item(), shown, knowledge=True), Message("assistant", reply)]
 
 
 def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:

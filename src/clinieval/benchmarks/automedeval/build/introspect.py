@@ -195,14 +195,14 @@ def _shown(instance: Instance) -> list[str]:
 
 async def judge_one(instance: Instance, calls: CachedCalls, tally: CallTally, plan: IntrospectPlan) -> Judged:
     """The judge's evaluation of one instance (original order, knowledge chain on the KB)."""
-    messages = judge_messages(instance.judge_item(), _shown(instance))
+    messages = judge_messages(instance.judge_item(), _shown(instance), knowledge=True)
     settings = {**plan.judge_generation.to_dict(), "judge": "automedeval"}
     done = Judged(instance.id)
     chained = await ask_with_knowledge(
         calls, tally, "automedeval-judge", settings, messages, 0, plan.judge_generation, plan.kb
     )
     done.text = chained.text
-    done.lookups = [{"query": f.query, "chunks": list(f.chunk_ids)} for f in chained.lookups]
+    done.lookups = [{"query": f.query, "chunks": list(f.chunk_ids), "mode": f.mode} for f in chained.lookups]
     if chained.error is not None:
         done.error, done.failed = f"judge {chained.error}", True
         return done

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from clinieval.benchmarks.automedeval.kb_cli import KbSearch
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout
 
 
@@ -75,10 +76,7 @@ def introspect(
     kb: Annotated[Path, typer.Option(help="a `kb build` folder: the teacher's retrieved knowledge")],
     out: Annotated[Path, typer.Option(help="folder for the results, the cache and next/")],
     kb_top: Annotated[int, typer.Option(min=1, help="knowledge chunks given to the teacher")] = 3,
-    kb_mode: Annotated[
-        str,
-        typer.Option(help="how the KB is searched: bm25, dense or hybrid (dense needs `kb build --dense`)"),
-    ] = "bm25",
+    kb_mode: KbSearch = "bm25",
     decisions: Annotated[
         Path | None, typer.Option(help="deadlocks.jsonl with physicians' decisions filled in")
     ] = None,

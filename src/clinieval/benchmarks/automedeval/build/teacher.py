@@ -53,11 +53,12 @@ SUMMARY_FILE = "teach-summary.json"
 CACHE_FILE = "cache.sqlite"
 
 
-def teacher_messages(instance: Instance) -> list[Message]:
+def teacher_messages(instance: Instance, *, knowledge: bool) -> list[Message]:
     """The one-shot prompt: the judge's system message for this instance's k, the example as a
     user/assistant pair, then the instance with its responses in original order (each cut to the
     paper's 1,000 characters)."""
-    return one_shot_messages(instance.judge_item(), [cut_response(a.text).text for a in instance.responses])
+    shown = [cut_response(a.text).text for a in instance.responses]
+    return one_shot_messages(instance.judge_item(), shown, knowledge=knowledge)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,14 @@ async def _evaluate(
     evaluation: it is asked again on the next pass)."""
     settings = {**plan.generation.to_dict(), "teacher": PROMPT_NAME}
     chained = await ask_with_knowledge(
-        calls, tally, "automedeval-teacher", settings, teacher_messages(instance), 0, plan.generation, plan.kb
+        calls,
+        tally,
+        "automedeval-teacher",
+        settings,
+        teacher_messages(instance, knowledge=plan.kb is not None),
+        0,
+        plan.generation,
+        plan.kb,
     )
     if chained.error is not None:
         return f"teacher {chained.error}"
