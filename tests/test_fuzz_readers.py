@@ -1833,6 +1833,8 @@ def test_fuzz_medeval_tables(tmp_path: Path) -> None:
 
     @FUZZ
     @given(cases())
+    # an observation column whose name holds a line break made a two-line error
+    @example(("reports", "jsonl", b'{"id": "r", "domain": "cxr", "report": "x", "codes": "", "A\\nB": 1}\n'))
     def case(args: tuple[str, str, bytes]) -> None:
         kind, fmt, data = args
         path = write(tmp_path / f"{kind}.{fmt}", data)

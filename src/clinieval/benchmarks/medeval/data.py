@@ -56,7 +56,7 @@ from clinieval.benchmarks.medeval.records import (
 )
 from clinieval.benchmarks.medeval.sections import normalize_space, split_sentences
 from clinieval.datasets import read_json
-from clinieval.errors import UserError
+from clinieval.errors import UserError, shown
 
 __all__ = [
     "AMBIGUITY_KINDS",
@@ -306,8 +306,8 @@ def _code_columns(table: LongTable) -> tuple[str, ...]:
     columns = tuple(c for c in table.columns if c not in REPORT_COLUMNS)
     if "codes" in table.columns and columns:
         raise UserError(
-            f"{table.path}: there is a 'codes' column and observation columns ({', '.join(columns)}); "
-            "give the codes one way"
+            f"{table.path}: there is a 'codes' column and observation columns "
+            f"({', '.join(map(shown, columns))}); give the codes one way"
         )
     return columns
 
