@@ -310,7 +310,14 @@ def test_generate_with_the_real_embedded_model(tmp_path: Path) -> None:
 
     def run() -> Any:
         model = parse_model_spec("llamacpp:smollm2-135m-instruct", BackendOptions(n_ctx=512))
-        return asyncio.run(generate_responses(rows, [("smollm2", model)], tmp_path / "gen", plan))
+
+        async def go() -> Any:
+            try:
+                return await generate_responses(rows, [("smollm2", model)], tmp_path / "gen", plan)
+            finally:
+                await model.aclose()  # else llama.cpp frees the model at interpreter exit, noisily
+
+        return asyncio.run(go())
 
     first = run()
     assert [x.id for x in first.instances] == ["a", "b"] and not first.left_out
