@@ -31,7 +31,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cache", "runs", "runner", "summary", "session", "rescore"),
     ("judge",),
     ("report",),
+    # the read-only results browser: run folders and judge verdicts as a static site
+    ("view",),
     ("benchmark", "cli_options"),
+    # clinician review: below the benchmarks, which convert their files into review items
+    ("review",),
     ("benchmarks",),
     ("cli",),
 )
