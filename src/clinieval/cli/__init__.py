@@ -31,8 +31,10 @@ def _add_subcommands() -> None:
     from clinieval.benchmarks import BENCHMARKS
     from clinieval.cli.correlate import correlate
     from clinieval.cli.ehr import app as ehr_app
+    from clinieval.review.cli import review_app
 
     app.add_typer(ehr_app, name="ehr")
+    app.add_typer(review_app, name="review", help="Blinded clinician review: web app, database, exports.")
     for benchmark in BENCHMARKS:
         commands = benchmark.commands()
         if commands is not None:

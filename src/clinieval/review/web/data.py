@@ -1,0 +1,142 @@
+"""What the pages read from the database, as plain views that carry no model name.
+
+Blinding by construction: a template never receives an ORM object. It receives the views below,
+and :class:`ShownAnswer` has no ``source`` field, so no template, however written, can print
+which model wrote an answer. Answers come in the assignment's stored ``answer_order`` and are
+labelled by position (A, B, C…); the browser sees neither the model nor the answer's import key
+(keys are often ``a1``, ``a2`` in the same model order on every item, which would unblind a
+reviewer across items), only the letter, which the server maps back to the key.
+
+Ownership is part of every query: a reviewer's lookup of someone else's assignment returns None,
+the same as one that does not exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session, selectinload
+
+from clinieval.review.db import Answer, Assignment, Item, Study, read_session
+from clinieval.review.web.render import letter
+
+
+@dataclass(frozen=True)
+class ShownAnswer:
+    """One answer as the reviewer sees it: a letter and the text, and the key only server-side."""
+
+    letter: str
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class AssignmentView:
+    """One assignment as its reviewer may see it (it also satisfies ``kinds.ItemShape``)."""
+
+    id: int
+    user_id: int
+    study: str
+    kind: str
+    config: dict[str, Any]
+    item_key: str
+    prompt: str
+    reference: str | None
+    fields: dict[str, Any]
+    answers: tuple[ShownAnswer, ...]
+    answer_keys: list[str]
+    """The item's answer keys in import order (what ``kinds.validate`` checks a payload against)."""
+    status: str
+    version: int
+    payload: dict[str, Any] | None
+    updated_at: dt.datetime
+
+    def key_of(self) -> dict[str, str]:
+        """Letter → answer key, to turn the posted form into a payload."""
+        return {a.letter: a.key for a in self.answers}
+
+    def letter_of(self) -> dict[str, str]:
+        """Answer key → letter, to put a stored payload back into the form."""
+        return {a.key: a.letter for a in self.answers}
+
+
+def shown_answers(order: list[str], answers: list[Answer]) -> tuple[ShownAnswer, ...]:
+    """The answers in ``order`` (the assignment's stored order), lettered. An answer missing from
+    the order (it should not happen) is shown last rather than hidden: a reviewer must see all."""
+    by_key = {a.key: a for a in answers}
+    keys = [k for k in order if k in by_key] + [a.key for a in answers if a.key not in order]
+    return tuple(ShownAnswer(letter(i), k, by_key[k].text) for i, k in enumerate(keys))
+
+
+def _owned(session: Session, assignment_id: int, user_id: int) -> Assignment | None:
+    row = session.get(
+        Assignment,
+        assignment_id,
+        options=[selectinload(Assignment.item).selectinload(Item.answers), selectinload(Assignment.study)],
+    )
+    if row is None or row.user_id != user_id:
+        return None
+    return row
+
+
+def assignment_view(engine: Engine, assignment_id: int, user_id: int) -> AssignmentView | None:
+    """The assignment when it belongs to ``user_id``; None otherwise (missing or someone else's)."""
+    with read_session(engine) as session:
+        row = _owned(session, assignment_id, user_id)
+        if row is None:
+            return None
+        item = row.item
+        return AssignmentView(
+            id=row.id,
+            user_id=row.user_id,
+            study=row.study.name,
+            kind=row.study.kind,
+            config=dict(row.study.config or {}),
+            item_key=item.key,
+            prompt=item.prompt,
+            reference=item.reference,
+            fields=dict(item.fields or {}),
+            answers=shown_answers(list(row.answer_order or []), list(item.answers)),
+            answer_keys=list(item.answer_keys),
+            status=row.status,
+            version=row.version,
+            payload=row.payload,
+            updated_at=row.updated_at,
+        )
+
+
+def assignment_context(engine: Engine, assignment_id: int, user_id: int) -> str | None:
+    """The record text of the assignment's item, when the assignment is ``user_id``'s."""
+    with read_session(engine) as session:
+        stmt = (
+            select(Item.context)
+            .join(Assignment, Assignment.item_id == Item.id)
+            .where(Assignment.id == assignment_id, Assignment.user_id == user_id)
+        )
+        return session.execute(stmt).scalar_one_or_none()
+
+
+def next_open(engine: Engine, user_id: int, after: int) -> int | None:
+    """The user's next assignment not yet submitted (after ``after``, wrapping around), or None."""
+    with read_session(engine) as session:
+        base = select(func.min(Assignment.id)).where(
+            Assignment.user_id == user_id, Assignment.status != "submitted", Assignment.id != after
+        )
+        later = session.execute(base.where(Assignment.id > after)).scalar_one_or_none()
+        return later if later is not None else session.execute(base).scalar_one_or_none()
+
+
+def study_sources(engine: Engine, name: str) -> list[str]:
+    """The model names behind a study's answers: the admin pages strip them from anything shown."""
+    with read_session(engine) as session:
+        stmt = (
+            select(Answer.source)
+            .join(Item, Item.id == Answer.item_id)
+            .join(Study, Study.id == Item.study_id)
+            .where(Study.name == name)
+            .distinct()
+        )
+        return [s for s in session.execute(stmt).scalars() if s]

@@ -1,0 +1,143 @@
+"""The reviewer's pages: the queue ``/`` and one assignment ``/a/{id}`` (GET shows, POST saves).
+
+A save runs in this order, and each step can stop it with a page that keeps what was typed:
+the form is turned into a payload (:mod:`.forms`), the study's kind validates it (422 with the
+kind's message), then :func:`clinieval.review.store.save` writes it, committed before we answer,
+or refuses it as stale (409: the page shows what is stored now and keeps the reviewer's values in
+the form, with the form's version moved to the stored one, so a second click saves them over it
+knowingly). Only then does the browser get a redirect to the saved page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.datastructures import UploadFile
+
+from clinieval.errors import UserError
+from clinieval.review import store
+from clinieval.review.db import ACTIONS, User
+from clinieval.review.kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
+from clinieval.review.web import data, forms, record
+from clinieval.review.web.render import render
+from clinieval.review.web.security import NotFound, current_user, engine_of
+
+router = APIRouter()
+
+FLASH = {
+    "save": "Draft saved (version {v}). You can come back to it later.",
+    "submit": "Submitted (version {v}). You can still change it and submit again.",
+}
+
+
+@router.get("/", response_class=HTMLResponse)
+def queue_page(request: Request, user: User = Depends(current_user)) -> Response:
+    entries = store.reviewer_queue(engine_of(request), user)
+    studies: dict[str, list[store.QueueEntry]] = {}
+    for entry in sorted(entries, key=lambda e: (e.study, e.id)):
+        studies.setdefault(entry.study, []).append(entry)
+    return render(request, "queue.html", {"user": user, "studies": studies})
+
+
+def owned(request: Request, assignment_id: int, user: User) -> data.AssignmentView:
+    """The assignment when it is ``user``'s; anything else is the same 404, admins included
+    (an admin follows progress on the study pages, not inside a reviewer's response)."""
+    view = data.assignment_view(engine_of(request), assignment_id, user.id)
+    if view is None:
+        raise NotFound
+    return view
+
+
+@router.get("/a/{assignment_id}", response_class=HTMLResponse)
+def item_page(request: Request, assignment_id: int, user: User = Depends(current_user)) -> Response:
+    view = owned(request, assignment_id, user)
+    action = request.query_params.get("done")
+    flash = FLASH[action].format(v=view.version) if action in FLASH else None
+    return item_response(request, user, view, forms.form_state(view, view.payload), view.version, flash=flash)
+
+
+@router.post("/a/{assignment_id}", response_class=HTMLResponse)
+async def save_item(request: Request, assignment_id: int, user: User = Depends(current_user)) -> Response:
+    view = owned(request, assignment_id, user)
+    form = await _form(request)
+    action, version = forms.one(form, "action"), _version(forms.one(form, "version"))
+    if action not in ACTIONS or version is None:
+        return PlainTextResponse("Bad request: the form is incomplete. Reload the page.", status_code=400)
+    raw = forms.payload_from_form(view, form)
+    state = forms.form_state(view, raw)
+    names = {a.key: f"Answer {a.letter}" for a in view.answers}
+    try:
+        payload = get_kind(view.kind).validate(raw, view, view.config, partial=action == "save", names=names)
+        store.save(engine_of(request), view.id, user, payload, version, submit=action == "submit")
+    except store.StaleSave:
+        return _stale(request, user, view, state)
+    except UserError as e:
+        return item_response(request, user, view, state, version, error=str(e), status=422)
+    return RedirectResponse(f"/a/{view.id}?done={action}", status_code=303)
+
+
+def _stale(request: Request, user: User, view: data.AssignmentView, state: dict[str, Any]) -> Response:
+    """409: what is stored now, read-only, above the reviewer's own values still in the form."""
+    now = data.assignment_view(engine_of(request), view.id, user.id) or view
+    stale = {"version": now.version, "status": now.status, "saved": forms.summary(now, now.payload)}
+    return item_response(request, user, now, state, now.version, stale=stale, status=409)
+
+
+async def _form(request: Request) -> forms.FormData:
+    """The posted form as name → values; a file upload (never part of our forms) is ignored."""
+    posted = await request.form()
+    out: dict[str, list[str]] = {}
+    for name, value in posted.multi_items():
+        if not isinstance(value, UploadFile):
+            out.setdefault(name, []).append(value)
+    return out
+
+
+def _version(raw: str | None) -> int | None:
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def item_response(
+    request: Request,
+    user: User,
+    view: data.AssignmentView,
+    state: dict[str, Any],
+    version: int,
+    *,
+    flash: str | None = None,
+    error: str | None = None,
+    stale: dict[str, Any] | None = None,
+    status: int = 200,
+) -> Response:
+    """The assignment's page (template ``kind_<kind>.html``) with the record's first page, or the
+    page named by ``?page=`` when the browser runs without script."""
+    engine = engine_of(request)
+    text = data.assignment_context(engine, view.id, user.id) or ""
+    starts = record.page_starts(text)
+    page = record.clamp_page(request.query_params.get("page"), len(starts))
+    context = {
+        "user": user,
+        "view": view,
+        "assignment_id": view.id,
+        "state": state,
+        "version": version,
+        "flash": flash,
+        "error": error,
+        "stale": stale,
+        "record_text": record.page_text(text, starts, page),
+        "record_page": page,
+        "record_pages": len(starts),
+        "record_chars": len(text),
+        "next_id": data.next_open(engine, user.id, view.id),
+        "reasons": REASONS,
+        "decisions": DECISIONS,
+        "scale_values": list(range(SCALE_RANGE[0], SCALE_RANGE[1] + 1)),
+        "scales": forms.scales(view),
+        "label_sets": forms.labels(view),
+    }
+    return render(request, f"kind_{view.kind}.html", context, status=status)
