@@ -310,3 +310,60 @@ def test_the_judge_is_offered_lookups_only_when_a_base_answers_them(tmp_path: Pa
                (("without", without), ("with", with_kb))}  # fmt: skip
     assert systems["without"] and not any("[Question]" in s for s in systems["without"])
     assert systems["with"] and all("[Question]" in s for s in systems["with"])
+
+
+# --- physicians' ratings through the review app ---------------------------------------------------
+
+
+def test_ratings_made_in_the_review_app_reach_the_judge_analysis(tmp_path: Path) -> None:
+    """A set goes to review items, two reviewers rate in a real review database, the export's
+    ratings come back into the set, and the analysis sees those two physicians and no others."""
+    from dataclasses import replace
+
+    from clinieval.benchmarks.automedeval.convert import write_set
+    from clinieval.benchmarks.automedeval.data import load_set
+    from clinieval.review import store
+    from tests.conftest import run_cli
+
+    unrated = [replace(i, responses=tuple(replace(r, ratings={}) for r in i.responses))
+               for i in synthetic_set(4, seed=5)]  # fmt: skip
+    write_set(unrated, tmp_path / "set.jsonl")
+    items_path = tmp_path / "items.jsonl"
+    done = run_cli("automedeval", "review-items", str(tmp_path / "set.jsonl"), "--out", str(items_path))
+    assert done.returncode == 0, done.stderr
+    db = str(tmp_path / "review.sqlite")
+    engine = store.init_db(db)
+    for name in ("ann", "bob"):
+        store.add_user(engine, name, "reviewer", f"{name}-password-1")
+    from clinieval.review.items import read_items
+
+    store.import_items(engine, "auto", "rate", None, read_items(items_path))
+    store.assign(engine, "auto", per_item=2, seed=0)
+    # ann rates the careful answer (a1) 5 on every scale and the others 2; bob gives 4 and 1
+    given = {"ann": (5, 2), "bob": (4, 1)}
+    for name, (top, low) in given.items():
+        who = store.verify_user(engine, name, f"{name}-password-1")
+        assert who is not None
+        for entry in store.reviewer_queue(engine, who):
+            scales = ("relevancy", "fluency", "correctness")
+            payload = {
+                "answers": {k: dict.fromkeys(scales, top if k == "a1" else low) for k in ("a1", "a2", "a3")}
+            }
+            store.save(engine, entry.id, who, payload, 0, submit=True)
+    exported = run_cli("review", "export", "--db", db, "--study", "auto", str(tmp_path / "export"))
+    assert exported.returncode == 0, exported.stderr
+    export = tmp_path / "export"
+    back = run_cli("automedeval", "review-ratings", str(tmp_path / "set.jsonl"), str(export / "ratings.csv"),
+                   "--out", str(tmp_path / "rated.jsonl"))  # fmt: skip
+    assert back.returncode == 0, back.stderr
+    assert "24 ratings added to 4 items" in back.stdout  # 4 items x 3 answers x 2 reviewers
+    rated = load_set(tmp_path / "rated.jsonl")
+    for item in rated:
+        careful, *others = item.responses
+        assert careful.model == "careful" and careful.human_score() == pytest.approx((5 + 4) / 2)
+        assert all(r.human_score() == pytest.approx((2 + 1) / 2) for r in others)
+        assert all(set(r.ratings) == {"ann", "bob"} for r in item.responses)
+    wrong = export / "responses.jsonl"
+    bad = run_cli("automedeval", "review-ratings", str(tmp_path / "set.jsonl"), str(wrong),
+                  "--out", str(tmp_path / "x.jsonl"))  # fmt: skip
+    assert bad.returncode == 2 and "relevancy" in bad.stderr and not (tmp_path / "x.jsonl").exists()

@@ -168,3 +168,38 @@ def demo(
     )
     written = run_demo(plan, typer.echo)
     typer.echo("written: " + ", ".join(str(p) for p in written))
+
+
+@app.command("review-items")
+def review_items(
+    judge_set_path: Annotated[
+        Path, typer.Argument(metavar="SET", help="a judge-evaluation set (.jsonl, .csv)")
+    ],
+    out: Annotated[Path, typer.Option(help="the review items file to write (.jsonl)")],
+) -> None:
+    """Turn a set into review items for physicians' ratings in the browser (`clinieval review import`)."""
+    from clinieval.benchmarks.automedeval.data import load_set
+    from clinieval.benchmarks.automedeval.review import to_review_items
+    from clinieval.review.items import write_items
+
+    items = to_review_items(load_set(judge_set_path))
+    write_items(out, items)
+    typer.echo(
+        f"{len(items)} items written: {out}\nnext: clinieval review import {out} --study NAME --kind rate"
+    )
+
+
+@app.command("review-ratings")
+def review_ratings(
+    judge_set_path: Annotated[Path, typer.Argument(metavar="SET", help="the set the review items came from")],
+    ratings: Annotated[Path, typer.Argument(help="ratings.csv from `clinieval review export`")],
+    out: Annotated[Path, typer.Option(help="the set with the physicians' ratings (.jsonl)")],
+) -> None:
+    """Add the physicians' ratings from a review export to the set, for `judge` and `analyze`."""
+    from clinieval.benchmarks.automedeval.convert import write_set
+    from clinieval.benchmarks.automedeval.data import load_set
+    from clinieval.benchmarks.automedeval.review import with_review_ratings
+
+    items, added = with_review_ratings(load_set(judge_set_path), ratings)
+    write_set(items, out)
+    typer.echo(f"{added} ratings added to {len(items)} items; written: {out}")
