@@ -38,6 +38,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || \
 	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q wordnet-base wordnet-sense-index >/dev/null'
 	$(BIN)/python -m clinieval.scoring.wordnet
+	# Browser tests drive Debian's Chromium (Playwright's own download is unreachable); PostgreSQL tests start a
+	# throwaway cluster from Debian's binaries (tests/browser.py, tests/postgres.py).
+	test -x /usr/bin/chromium -a -n "$$(command -v pg_ctl || ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null)" || \
+	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q chromium postgresql >/dev/null'
 	# A wheel reused from pip's cache may have been built for another CPU: decode, else rebuild uncached.
 	$(BIN)/python -m clinieval.models.selfcheck || { \
 	  $(BIN)/pip cache remove llama_cpp_python; \

@@ -32,6 +32,7 @@ def _add_subcommands() -> None:
     from clinieval.cli.correlate import correlate
     from clinieval.cli.ehr import app as ehr_app
     from clinieval.review.cli import review_app
+    from clinieval.view.cli import view
 
     app.add_typer(ehr_app, name="ehr")
     app.add_typer(review_app, name="review", help="Blinded clinician review: web app, database, exports.")
@@ -40,6 +41,7 @@ def _add_subcommands() -> None:
         if commands is not None:
             app.add_typer(commands, name=benchmark.name, help=benchmark.description)
     app.command("correlate")(correlate)
+    app.command("view")(view)
 
 
 _add_subcommands()
