@@ -47,6 +47,7 @@ RIGHT = (
 WRONG = '{"rationale": "Wrong: 150/95 is high.", "C1": false, "C2": true, "C3": false, "score": 1}'
 FAIR = '{"rationale": "Plausible answer.", "C1": false, "C2": false, "C3": false, "score": 3}'
 
+
 def view_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """`clinieval view ARGS` through the installed command (its one-line errors)."""
     from tests.conftest import run_cli
