@@ -59,9 +59,13 @@ def chromium_path() -> Path:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for the whole session (a launch costs about a second)."""
+    """One headless Chromium per test module (a launch costs about a second).
+
+    Not per session: while Playwright's sync API is open it keeps an asyncio loop running in the
+    main thread, so every later ``asyncio.run`` in the session (the runner's tests use it) failed
+    with "cannot be called from a running event loop"."""
     path = chromium_path()
     try:
         from playwright.sync_api import sync_playwright
