@@ -1,5 +1,5 @@
 """What a benchmark offers the rest of clinieval: a name, a line of description, its commands,
-its task factory and its scorers.
+its task factory, its scorers and the files of its own that clinician review can import.
 
 Each package under :mod:`clinieval.benchmarks` exposes one object satisfying :class:`Benchmark`,
 and ``clinieval.benchmarks.BENCHMARKS`` lists them; the CLI mounts their commands and
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from clinieval.errors import UserError
 
@@ -72,6 +72,12 @@ class Benchmark(Protocol):
         """Scorers of this benchmark that ``clinieval score --scorer NAME`` may apply to a run."""
         ...
 
+    def review_sources(self) -> Sequence[Any]:
+        """The benchmark's files ``clinieval review import`` reads, each a
+        :class:`clinieval.review.sources.ReviewSource` (typed ``Any`` here because this layer sits
+        below ``clinieval.review`` and may not import it, not even for type checking)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkBase:
@@ -88,6 +94,9 @@ class BenchmarkBase:
         return None
 
     def scorers(self) -> Sequence[Scorer]:
+        return ()
+
+    def review_sources(self) -> Sequence[Any]:
         return ()
 
 

@@ -31,10 +31,11 @@ def _add_subcommands() -> None:
     from clinieval.benchmarks import BENCHMARKS
     from clinieval.cli.correlate import correlate
     from clinieval.cli.ehr import app as ehr_app
-    from clinieval.review.cli import review_app
+    from clinieval.review.cli import make_review_app
     from clinieval.view.cli import view
 
     app.add_typer(ehr_app, name="ehr")
+    review_app = make_review_app([s for b in BENCHMARKS for s in b.review_sources()])
     app.add_typer(review_app, name="review", help="Blinded clinician review: web app, database, exports.")
     for benchmark in BENCHMARKS:
         commands = benchmark.commands()

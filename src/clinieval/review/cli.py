@@ -1,6 +1,10 @@
 """``clinieval review``: create the review database, add users, import and assign items, serve the
 app, export the results.
 
+:func:`make_review_app` builds the command group around the review sources it is given (each
+benchmark's, collected by ``clinieval.cli``): this package may not import a benchmark, so
+``review import`` learns what benchmark files it can read from its caller.
+
 Every command takes ``--db`` (a SQLite file path, or a ``postgresql://`` URL); it can come from
 ``CLINIEVAL_REVIEW_DB`` instead, which keeps a PostgreSQL password out of the shell history and
 the process list. Heavy imports (SQLAlchemy, Alembic, the web app) happen inside the commands.
@@ -10,15 +14,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from clinieval.cli_options import command_group
 from clinieval.errors import UserError
 
-review_app = command_group("Blinded clinician review: a local web app, its database and its exports.")
+if TYPE_CHECKING:
+    from clinieval.review.sources import ReviewSource
+
+HELP = "Blinded clinician review: a local web app, its database and its exports."
 
 Db = Annotated[
     str,
@@ -31,7 +39,6 @@ Db = Annotated[
 Study = Annotated[str, typer.Option("--study", help="study name")]
 
 
-@review_app.command()
 def init(db: Db) -> None:
     """Create the review database, or upgrade an older one to this version's schema."""
     from clinieval.review.db import shown_url
@@ -54,7 +61,6 @@ def _read_password() -> str:
     return line.rstrip("\r\n")
 
 
-@review_app.command("add-user")
 def add_user(
     name: Annotated[str, typer.Argument(help="login name (for a reviewer, as written in items' author)")],
     db: Db,
@@ -91,28 +97,60 @@ def _config(value: str | None) -> dict[str, Any] | None:
     return parsed
 
 
-@review_app.command("import")
-def import_(
-    source: Annotated[Path, typer.Argument(help="review items, JSON Lines (see docs/review.md)")],
-    db: Db,
-    study: Study,
-    kind: Annotated[str, typer.Option(help="rank, rate, question or sentence")],
-    config: Annotated[str | None, typer.Option(help="the kind's settings: JSON, or a JSON file")] = None,
-) -> None:
-    """Import items into a study (created on first import); an existing item must be unchanged."""
-    from clinieval.review.items import read_items
-    from clinieval.review.kinds import get_kind
-    from clinieval.review.store import connect, import_items
+def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
+    """``review import``, closed over the sources it may pick from (their names and descriptions
+    go into its help, so ``--help`` says what each benchmark's files become)."""
+    from clinieval.review.sources import check_sources
 
-    get_kind(kind)
-    settings = _config(config)
-    items = read_items(source)
-    counts = import_items(connect(db), study, kind, settings, items)
-    made = "created" if counts.study_created else "updated"
-    typer.echo(f"study {study} {made}: {counts.added} item(s) added, {counts.unchanged} already there")
+    known = check_sources(sources)
+
+    def import_(
+        source: Annotated[
+            list[Path],
+            typer.Argument(help="review items (JSON Lines), or a benchmark's own files (see --from)"),
+        ],
+        db: Db,
+        study: Study,
+        kind: Annotated[
+            str | None,
+            typer.Option(help="rank, rate, question or sentence (default: the benchmark files' own)"),
+        ] = None,
+        config: Annotated[str | None, typer.Option(help="the kind's settings: JSON, or a JSON file")] = None,
+        from_: Annotated[
+            str | None,
+            typer.Option("--from", help="the source that reads SOURCE (default: the one that recognises it)"),
+        ] = None,
+    ) -> None:
+        from clinieval.review.kinds import get_kind
+        from clinieval.review.sources import pick_source, study_kind
+        from clinieval.review.store import connect, import_items, list_studies
+
+        chosen = pick_source(known, source, from_)
+        the_kind = study_kind(chosen, kind)
+        get_kind(the_kind)
+        settings = _config(config)
+        engine = connect(db)
+        converted = chosen.convert(source)
+        # a source's config is for a new study: an existing one keeps its own
+        new = study not in {s.name for s in list_studies(engine)}
+        if settings is None and chosen.default_config is not None and new:
+            settings = dict(chosen.default_config)
+        counts = import_items(engine, study, the_kind, settings, converted.items)
+        if chosen.kind is not None:
+            typer.echo(f"read as {chosen.name}: {len(converted.items)} {the_kind} item(s)")
+        for note in converted.notes:
+            typer.echo(f"note: {note}", err=True)
+        made = "created" if counts.study_created else "updated"
+        typer.echo(f"study {study} {made}: {counts.added} item(s) added, {counts.unchanged} already there")
+
+    doc = "Import items into a study (created on first import); an existing item must be unchanged."
+    if len(known) > 1:
+        doc += "\n\nSOURCE is a review items file, or a benchmark's own files, recognised by their content: "
+        doc += "; ".join(f"{s.name} ({s.kind}): {s.describe}" for s in known[1:])
+    import_.__doc__ = doc
+    return import_
 
 
-@review_app.command()
 def assign(
     db: Db,
     study: Study,
@@ -138,7 +176,6 @@ def assign(
         )
 
 
-@review_app.command()
 def progress(db: Db, study: Study) -> None:
     """Where a study stands: assignments by status and per reviewer, and live agreement."""
     from clinieval.review.agreement import study_agreement
@@ -154,7 +191,6 @@ def progress(db: Db, study: Study) -> None:
     typer.echo(json.dumps(study_agreement(engine, study), indent=2))
 
 
-@review_app.command()
 def serve(
     db: Db,
     host: Annotated[
@@ -176,7 +212,6 @@ def serve(
     run_server(engine, host, port, allow_remote=allow_remote)
 
 
-@review_app.command()
 def export(
     study: Study,
     out: Annotated[Path, typer.Argument(help="folder to write (replaced if it holds an earlier export)")],
@@ -189,3 +224,22 @@ def export(
     result = export_study(connect(db), study, out)
     files = ", ".join(str(out / f) for f in ("responses.jsonl", result.table, *result.extra))
     typer.echo(f"{result.responses} submitted review(s) -> {files}")
+
+
+def make_review_app(sources: Sequence[ReviewSource] = ()) -> typer.Typer:
+    """The ``clinieval review`` commands; ``review import`` also reads the files of ``sources``
+    (``clinieval.cli`` passes every benchmark's ``review_sources()``)."""
+    app = command_group(HELP)
+    app.command()(init)
+    app.command("add-user")(add_user)
+    app.command("import")(_import_command(sources))
+    app.command()(assign)
+    app.command()(progress)
+    app.command()(serve)
+    app.command()(export)
+    return app
+
+
+review_app = make_review_app()
+"""The commands without benchmark sources (the generic items file only): for tests and scripts
+that drive ``clinieval.review`` alone."""

@@ -7,6 +7,7 @@ training data is built by ``clinieval automedeval build ...``; there is no singl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from clinieval.errors import UserError
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.review.sources import ReviewSource
     from clinieval.task import Task
 
 
@@ -35,6 +37,12 @@ class AutoMedEval(BenchmarkBase):
         from clinieval.benchmarks.automedeval.cli import app
 
         return app
+
+    def review_sources(self) -> Sequence[ReviewSource]:
+        """What ``clinieval review import`` reads of this benchmark's files (``review.py``)."""
+        from clinieval.benchmarks.automedeval.review import REVIEW_SOURCE
+
+        return (REVIEW_SOURCE,)
 
 
 BENCHMARK = AutoMedEval()

@@ -7,6 +7,9 @@ and Knowledge Correctness (1-5), the paper's three criteria and the review app's
 The review export's ``ratings.csv`` (``item, reviewer, model, relevancy, fluency, correctness``)
 then goes back into the set as each reviewer's ratings, so ``automedeval judge`` and ``analyze``
 compare judges with these physicians.
+
+:data:`REVIEW_SOURCE` lets ``clinieval review import SET.jsonl --study NAME`` read a set directly
+(it is recognised by its fields), without writing the items file first.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from clinieval.benchmarks.automedeval.records import CRITERIA, SCORE_RANGE, JudgeItem, Rating
 from clinieval.errors import UserError, shown
 from clinieval.review.items import AnswerIn, ReviewItem
+from clinieval.review.sources import Converted, ReviewSource, first_json_object, has_columns
 
 
 def to_review_items(items: Sequence[JudgeItem]) -> list[ReviewItem]:
@@ -80,3 +84,38 @@ def with_review_ratings(items: Sequence[JudgeItem], path: Path) -> tuple[list[Ju
         for x in items
     ]  # fmt: skip
     return out, sum(len(v) for v in ratings.values())
+
+
+def accepts(paths: Sequence[Path]) -> bool:
+    """One judge-evaluation set: JSON Lines whose first item has ``question`` and ``responses``, or
+    a CSV/TSV with the set's columns (:mod:`.data`)."""
+    if len(paths) != 1 or not paths[0].is_file():
+        return False
+    path = paths[0]
+    if path.suffix.lower() == ".jsonl":
+        first = first_json_object(path)
+        return first is not None and {"id", "question", "responses"} <= set(first)
+    return path.suffix.lower() in (".csv", ".tsv") and has_columns(
+        path, "id", "question", "reference", "model", "response"
+    )
+
+
+def convert(paths: Sequence[Path]) -> Converted:
+    """The set's items as ``rate`` items (:func:`to_review_items`); ratings already in the set stay
+    in the set, since reviewers rate blind."""
+    from clinieval.benchmarks.automedeval.data import load_set
+
+    if len(paths) != 1:
+        raise UserError(f"a judge-evaluation set is one file; {len(paths)} paths were given")
+    items = to_review_items(load_set(paths[0]))
+    back = f"after the export: clinieval automedeval review-ratings {paths[0]} EXPORT/ratings.csv --out OUT"
+    return Converted(items, (back,))
+
+
+REVIEW_SOURCE = ReviewSource(
+    name="automedeval-set",
+    kind="rate",
+    describe="an AutoMedEval judge-evaluation set (.jsonl or .csv) for physicians' 1-5 ratings",
+    accepts=accepts,
+    convert=convert,
+)

@@ -12,6 +12,7 @@ from clinieval.errors import UserError
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
 
@@ -45,6 +46,12 @@ class EHRNoteQA(BenchmarkBase):
         from clinieval.benchmarks.ehrnoteqa.cli import app
 
         return app
+
+    def review_sources(self) -> Sequence[ReviewSource]:
+        """What ``clinieval review import`` reads of this benchmark's files (``review.py``)."""
+        from clinieval.benchmarks.ehrnoteqa.review import REVIEW_SOURCE
+
+        return (REVIEW_SOURCE,)
 
     def scorers(self) -> Sequence[Scorer]:
         from clinieval.benchmarks.ehrnoteqa.scoring import LetterExtraction, OptionLoglik

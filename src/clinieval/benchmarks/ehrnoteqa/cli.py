@@ -232,3 +232,33 @@ def demo(
     )
     for line in asyncio.run(run_demo(plan)):
         typer.echo(line)
+
+
+@app.command("review-verdicts")
+def review_verdicts(
+    export: Annotated[
+        Path, typer.Argument(metavar="EXPORT_CSV", help="questions.csv written by `clinieval review export`")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="the review CSV to fill (the build's review.csv, or a copy with --review)")
+    ],
+    review: Annotated[
+        Path | None,
+        typer.Option(help="the build's review.csv the study came from (default: --out, in place)"),
+    ] = None,
+    reviewer: Annotated[
+        list[str] | None,
+        typer.Option(help="whose verdict wins where reviewers differ (repeatable, first listed wins)"),
+    ] = None,
+) -> None:
+    """Write the review app's verdicts into a build's review.csv, for `ehrnoteqa build import`."""
+    from clinieval.benchmarks.ehrnoteqa.build.pipeline import GENERATED_FILE
+    from clinieval.benchmarks.ehrnoteqa.review import fill_review
+
+    source = review if review is not None else out
+    filled = fill_review(export, source, out, reviewer or ())
+    counts = ", ".join(f"{n} {d}" for d, n in filled.decisions.items())
+    typer.echo(f"{sum(filled.decisions.values())} items ({counts}) -> {out}")
+    generated = source.parent / GENERATED_FILE
+    check = f" --generated {generated}" if generated.is_file() and out.parent != source.parent else ""
+    typer.echo(f"next: clinieval ehrnoteqa build import {out}{check} --out FINAL.jsonl")

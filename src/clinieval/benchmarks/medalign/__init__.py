@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from clinieval.errors import UserError
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.review.sources import ReviewSource
     from clinieval.task import Task
 
 
@@ -41,6 +43,12 @@ class MedAlign(BenchmarkBase):
         from clinieval.benchmarks.medalign.cli import app
 
         return app
+
+    def review_sources(self) -> Sequence[ReviewSource]:
+        """What ``clinieval review import`` reads of this benchmark's files (``review.py``)."""
+        from clinieval.benchmarks.medalign.review import REVIEW_SOURCE
+
+        return (REVIEW_SOURCE,)
 
 
 BENCHMARK = MedAlign()

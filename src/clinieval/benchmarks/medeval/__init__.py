@@ -12,6 +12,7 @@ from clinieval.errors import UserError, one_of
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
 
@@ -49,6 +50,12 @@ class MedEval(BenchmarkBase):
         from clinieval.benchmarks.medeval.cli import app
 
         return app
+
+    def review_sources(self) -> Sequence[ReviewSource]:
+        """What ``clinieval review import`` reads of this benchmark's files (``review.py``)."""
+        from clinieval.benchmarks.medeval.review import REVIEW_SOURCE
+
+        return (REVIEW_SOURCE,)
 
     def scorers(self) -> Sequence[Scorer]:
         from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, TextOverlap

@@ -247,3 +247,30 @@ def demo(
     )
     written = run_demo(plan, typer.echo)
     typer.echo("written: " + ", ".join(str(p) for p in written))
+
+
+@app.command("review-labels")
+def review_labels(
+    export: Annotated[
+        Path, typer.Argument(metavar="EXPORT_CSV", help="sentences.csv written by `clinieval review export`")
+    ],
+    sentences: Annotated[Path, typer.Option(help="the sentence table (or its folder) the study came from")],
+    out: Annotated[Path, typer.Option(help="the labelled sentence table to write (.csv or .jsonl)")],
+    reviewer: Annotated[
+        list[str] | None,
+        typer.Option(help="whose labels win where reviewers differ (repeatable, first listed wins)"),
+    ] = None,
+) -> None:
+    """The clinicians' labels and rewrites from a review export, as a MedEval sentence table."""
+    from clinieval.benchmarks.medeval.review import labelled_sentences
+
+    done = labelled_sentences(export, sentences, out, reviewer or ())
+    typer.echo(f"{done.sentences} labelled sentence(s) -> {done.out}")
+    if done.not_reviewed:
+        typer.echo(f"note: {done.not_reviewed} sentence(s) without a submitted review left out", err=True)
+    if done.rewrites_dropped:
+        typer.echo(
+            f"note: {done.rewrites_dropped} rewrite(s) of sentences labelled unambiguous left out"
+            " (MedEval keeps rewrites of ambiguous sentences only)",
+            err=True,
+        )

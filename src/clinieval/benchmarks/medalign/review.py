@@ -1,0 +1,162 @@
+"""MedAlign arms to clinician review in the browser (``clinieval review import ARM...``).
+
+The paper's clinicians ranked every model's answer to an instruction and marked each correct or
+not, reading the whole record. Here each run folder of ``clinieval medalign run`` (or any runs of
+the same instructions) is one arm, and each instruction every arm answered becomes one ``rank``
+item: the instruction as the prompt, the patient's record as the context, the clinician's gold
+response as the reference, and one answer per arm (``a1`` for the first run given, ``a2`` ...).
+Each answer's model is the arm's label exactly as ``clinieval medalign analyze`` names the arm, so
+the export's ``reviews.csv`` joins the runs again:
+
+    clinieval medalign analyze ARM... --reviews EXPORT/reviews.csv
+
+A failed call is no answer to rank: it is left out of its item (the analysis counts it as
+incorrect, the paper's rule for provider errors), and an instruction with fewer than two answers
+left is left out whole; both are counted in the import's notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from clinieval.errors import UserError
+from clinieval.review.sources import Converted, ReviewSource
+
+AUTHOR_KEYS = ("submitter_id", "author")
+"""Sample metadata that names who wrote the instruction, so that clinician never reviews it. The
+release's TSV has no submitter id (only a specialty) and ``data.py`` keeps none, so today this is
+only filled for runs whose samples carry one (a JSON Lines set of your own)."""
+
+
+def _run_dirs(paths: Sequence[Path]) -> list[Path] | None:
+    """The run folders among ``paths`` (a folder of run folders stands for them all), or None
+    when some path is neither: detection must not raise."""
+    from clinieval.runs import MANIFEST
+
+    out: list[Path] = []
+    for p in paths:
+        if (p / MANIFEST).is_file():
+            out.append(p)
+            continue
+        inner = sorted(d for d in p.iterdir() if (d / MANIFEST).is_file()) if p.is_dir() else []
+        if not inner:
+            return None
+        out.extend(inner)
+    return out
+
+
+def accepts(paths: Sequence[Path]) -> bool:
+    """Two or more run folders (or folders of them)."""
+    found = _run_dirs(paths)
+    return found is not None and len(found) >= 2
+
+
+def _label(manifest: dict[str, object], path: Path) -> str:
+    """The arm's label as ``clinieval medalign analyze`` writes it (model/strategy); for a run that
+    is no MedAlign arm, the model and its format when it has one."""
+    from clinieval.benchmarks.medalign.task import arm_label
+    from clinieval.models.spec import model_short_name
+
+    spec = manifest.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    model = (spec.get("model") or {}).get("spec")
+    params = (spec.get("task") or {}).get("params") or {}
+    if not isinstance(model, str) or not model:
+        raise UserError(f"{path}: the run's manifest names no model")
+    strategy = params.get("strategy")
+    if isinstance(strategy, str) and strategy:
+        return arm_label(model, strategy)
+    variant = params.get("format")
+    return (
+        f"{model_short_name(model)}/{variant}"
+        if isinstance(variant, str) and variant
+        else model_short_name(model)
+    )
+
+
+def _author(metadata: dict[str, object]) -> str | None:
+    """Who wrote the instruction (:data:`AUTHOR_KEYS`): the review never assigns it to them."""
+    for key in AUTHOR_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+def convert(paths: Sequence[Path]) -> Converted:
+    """One ``rank`` item per instruction every run answered (sorted by instruction id: a run's
+    file is in completion order, which concurrency makes vary)."""
+    from clinieval.records import SampleRecord
+    from clinieval.review.items import AnswerIn, ReviewItem
+    from clinieval.runs import RunDir, find_run_dirs
+
+    found = find_run_dirs(list(paths))
+    if len(found) < 2:
+        raise UserError("give two or more run folders (the arms): a rank study compares answers")
+    runs = [RunDir.open(p) for p in found]
+    labels = [_label(r.manifest(), r.path) for r in runs]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise UserError(f"two run folders are the same arm ({', '.join(dupes)}); give each arm once")
+    answered: list[dict[str, SampleRecord]] = [
+        {r.sample.id: r for r in run.records() if r.repeat == 0} for run in runs
+    ]
+    every = sorted(set(answered[0]).intersection(*answered[1:]))
+    if not every:
+        raise UserError("the runs share no instruction; were they run on the same instructions?")
+    partial = len(set().union(*answered)) - len(every)
+    items: list[ReviewItem] = []
+    failed = too_few = 0
+    for iid in every:
+        records = [a[iid] for a in answered]
+        sample = records[0].sample
+        for run, rec in zip(runs[1:], records[1:], strict=True):
+            if rec.sample.input != sample.input:
+                raise UserError(
+                    f"{run.path}: instruction {iid!r} differs from the one in {runs[0].path}; were the"
+                    " runs made from the same instructions?"
+                )
+        answers = tuple(
+            AnswerIn(f"a{j}", label, rec.output.text)
+            for j, (label, rec) in enumerate(zip(labels, records, strict=True), 1)
+            if rec.output is not None and rec.output.ok
+        )
+        failed += len(records) - len(answers)
+        if len(answers) < 2:
+            too_few += 1
+            continue
+        md = sample.metadata
+        person = md.get("person_id")
+        items.append(
+            ReviewItem(
+                item=iid,
+                prompt=sample.input,
+                context=sample.context,
+                reference=sample.target,
+                author=_author(md),
+                answers=answers,
+                meta={"person_id": str(person)} if person else {},
+            )
+        )
+    if not items:
+        raise UserError("no instruction has answers from two arms (every other call failed); nothing to rank")
+    notes = []
+    if partial:
+        notes.append(f"{partial} instruction(s) not answered by every run left out")
+    if failed:
+        notes.append(
+            f"{failed} failed call(s) left out of their items (`medalign analyze` counts them wrong)"
+        )
+    if too_few:
+        notes.append(f"{too_few} instruction(s) with fewer than two answers left out")
+    return Converted(items, tuple(notes))
+
+
+REVIEW_SOURCE = ReviewSource(
+    name="medalign-arms",
+    kind="rank",
+    describe="two or more run folders (`clinieval medalign run` arms) to rank per instruction",
+    accepts=accepts,
+    convert=convert,
+)
