@@ -154,6 +154,9 @@ def test_generic_instructions_over_xml_folder(release: Path, tmp_path: Path) -> 
         ("a", "2019-03-01", "p2.xml"),
         ("b", None, "p1.xml"),
     ]
+    csv_path.write_text("instruction_id,question,person_id,submitter_id\na,q,p1,dr-lee\n")
+    # the author travels with the sample, so `review assign` never gives dr-lee this instruction
+    assert load_generic(csv_path, release / "ehrs")[0].metadata["submitter_id"] == "dr-lee"
     csv_path.write_text("instruction_id,question,person_id\na,q,p1\na,q2,p2\n")
     with pytest.raises(UserError, match="duplicate instruction_id 'a'"):
         load_generic(csv_path, release / "ehrs")

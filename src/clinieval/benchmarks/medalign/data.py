@@ -35,6 +35,7 @@ RELEASE_COLUMNS = (
 )
 GENERIC_COLUMNS = ("instruction_id", "question")
 _METADATA = (
+    "submitter_id",  # who wrote the instruction: review assignment never gives it back to them
     "submitter_specialty",
     "human_assigned_subcategory_1",
     "category",
