@@ -7,6 +7,7 @@ hospital, with the model names hidden, and exports tables that ``clinieval analy
 Layout: ``items`` (the generic item format a benchmark converts into), ``kinds`` (what a response
 of each study kind is, validated on the server), ``db`` (the schema and engine), ``store`` (every
 read and write), ``agreement`` (live inter-rater agreement), ``export`` (files for the analyzers),
-``cli`` (``clinieval review``) and ``app`` (the web app). This package sits below the benchmarks:
-it never imports them, they import it to convert their files into review items.
+``sources`` (what a benchmark hands over so ``review import`` reads its own files), ``cli``
+(``clinieval review``) and ``app`` with ``web/`` (the web app). This package sits below the
+benchmarks: it never imports them; each gives its readers through ``review_sources()``.
 """
