@@ -393,7 +393,7 @@ def main() -> None:
         elif args.db:
             db, backend = args.db, "postgresql"
         else:
-            db, backend = str(tmp / "review.sqlite"), "sqlite (WAL, synchronous=NORMAL)"
+            db, backend = str(tmp / "review.sqlite"), "sqlite (WAL, synchronous=FULL)"
         t = time.perf_counter()
         build_db(db, args.reviewers, args.items)
         print(f"database built in {time.perf_counter() - t:.1f} s: {backend}")

@@ -98,6 +98,8 @@ def test_init_creates_current_schema_in_wal_mode_and_is_idempotent(db: str) -> N
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"users", "settings", "studies", "items", "answers", "assignments", "audit"} <= tables
+    with engine.connect() as conn:  # the app's own connections sync every commit (power-cut safe)
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
 
 
 def test_connect_refuses_missing_uninitialised_and_older_databases(tmp_path: Path, db: str) -> None:
