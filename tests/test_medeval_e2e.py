@@ -158,3 +158,38 @@ def test_the_label_command_reproduces_the_labelers_gold(tmp_path: Path) -> None:
     assert out.read_bytes() == (folder / "labeled_reports.csv").read_bytes()
     missing = run_cli("medeval", "label", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "x.csv"))
     assert missing.returncode == 2 and "nope.csv" in missing.stderr and not (tmp_path / "x.csv").exists()
+
+
+def test_every_answer_links_to_its_page_in_a_results_site(
+    arms: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """`medeval analyze --view SITE`: each id in the "Every answer" tables links to that sample's
+    page of the `clinieval view` site, relative to the report, and every link resolves."""
+    import re
+
+    folder, _ = arms
+    site = tmp_path / "site"
+    made = run_cli("view", str(folder), "--out", str(site))
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "report"
+    done = run_cli(
+        "medeval", "analyze", str(folder), "--out", str(out), "--resamples", "200", "--view", str(site)
+    )
+    assert done.returncode == 0, done.stderr
+    hrefs = re.findall(r'<a href="([^"]+)">', (out / "medeval.html").read_text())
+    assert hrefs and all(h.startswith("../site/items/") for h in hrefs)
+    assert all((out / h).resolve().is_file() for h in hrefs)
+    assert "](../site/items/" in (out / "medeval.md").read_text()
+    refused = run_cli(
+        "medeval", "analyze", str(folder), "--out", str(tmp_path / "r2"), "--view", str(tmp_path)
+    )
+    assert refused.returncode == 2 and "not a site written by `clinieval view`" in refused.stderr
+
+
+def test_report_links_must_be_relative_paths() -> None:
+    from clinieval.report import Link
+
+    assert Link("x", "../site/items/a~1.html#scores").href.endswith("#scores")
+    for bad in ("javascript:alert(1)", "http://example.org/x", "//host/x", 'a"b', "a<b"):
+        with pytest.raises(ValueError, match="relative path"):
+            Link("x", bad)

@@ -25,7 +25,26 @@ class Strong:
     text: str
 
 
-Inline: TypeAlias = str | Strong
+@dataclass(frozen=True)
+class Link:
+    """Text that links to another page (``[…](…)`` in Markdown, ``<a href>`` in HTML).
+
+    ``href`` must be a relative path (a page of a results site beside the report): a scheme such as
+    ``javascript:`` or ``http:`` is refused, so a report never runs script or reaches another host.
+    """
+
+    text: str
+    href: str
+
+    def __post_init__(self) -> None:
+        head = self.href.split("/", 1)[0].split("#", 1)[0]
+        if ":" in head or self.href.startswith("//") or any(c in self.href for c in '"<>\n\r'):
+            raise ValueError(f"a report link must be a relative path, got {self.href!r}")
+
+
+Inline: TypeAlias = str | Strong | Link
+Cell: TypeAlias = str | Link
+"""A table cell: text, or text linking to another page (numbers already formatted by the builder)."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +64,10 @@ class Paragraph:
 
 @dataclass(frozen=True)
 class Table:
-    """A header and rows of cells, all text (numbers already formatted by the builder)."""
+    """A header and rows of cells: text (numbers already formatted by the builder) or links."""
 
     header: Sequence[str]
-    rows: Sequence[Sequence[str]]
+    rows: Sequence[Sequence[Cell]]
 
     def __post_init__(self) -> None:
         for i, row in enumerate(self.rows):

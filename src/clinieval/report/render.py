@@ -23,8 +23,10 @@ from clinieval.fsutil import atomic_write_json, atomic_write_text
 from clinieval.report.document import (
     Block,
     BulletList,
+    Cell,
     Document,
     Inline,
+    Link,
     Paragraph,
     Section,
     Strong,
@@ -42,16 +44,23 @@ def html_escape(value: object) -> str:
 # --- Markdown ------------------------------------------------------------------------------------
 
 
+def _md_part(p: Inline, *, strict: bool = True) -> str:
+    if isinstance(p, Strong):
+        return f"**{md_escape(p.text, strict=True)}**"
+    if isinstance(p, Link):
+        # the href is a checked relative path; spaces and parentheses are percent-encoded for Markdown
+        href = p.href.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+        return f"[{md_escape(p.text, strict=True)}]({href})"
+    return md_escape(p, strict=strict)
+
+
 def _md_inline(parts: Sequence[Inline]) -> str:
-    return "".join(
-        f"**{md_escape(p.text, strict=True)}**" if isinstance(p, Strong) else md_escape(p, strict=True)
-        for p in parts
-    )
+    return "".join(_md_part(p) for p in parts)
 
 
 def _md_table(t: Table) -> list[str]:
     lines = ["| " + " | ".join(md_escape(h) for h in t.header) + " |", "|" + "---|" * len(t.header)]
-    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in t.rows]
+    lines += ["| " + " | ".join(_md_part(c, strict=False) for c in row) + " |" for row in t.rows]
     return [*lines, ""]
 
 
@@ -107,10 +116,20 @@ svg text { font-family: system-ui, sans-serif; }
 """
 
 
+def _html_part(p: Inline) -> str:
+    if isinstance(p, Strong):
+        return f"<strong>{html_escape(p.text)}</strong>"
+    if isinstance(p, Link):
+        return f'<a href="{html_escape(p.href)}">{html_escape(p.text)}</a>'
+    return html_escape(p)
+
+
 def _html_inline(parts: Sequence[Inline]) -> str:
-    return "".join(
-        f"<strong>{html_escape(p.text)}</strong>" if isinstance(p, Strong) else html_escape(p) for p in parts
-    )
+    return "".join(_html_part(p) for p in parts)
+
+
+def _text(cell: Cell) -> str:
+    return cell.text if isinstance(cell, Link) else cell
 
 
 # a cell that starts like a number: 0.5, -1.0e-04, 75.0%, [0.1, 0.2], 3/4, 40.0 ± 1.2; or "—"
@@ -120,7 +139,7 @@ _NUMBER = re.compile(r"^(—$|\[?[-−+]?\d)")
 def _numeric_columns(t: Table) -> list[bool]:
     """Columns whose every cell is a number (or undefined): right-aligned, like a spreadsheet."""
     return [
-        any(row[j] != "—" for row in t.rows) and all(_NUMBER.match(row[j]) for row in t.rows)
+        any(_text(row[j]) != "—" for row in t.rows) and all(_NUMBER.match(_text(row[j])) for row in t.rows)
         for j in range(len(t.header))
     ]
 
@@ -129,7 +148,7 @@ def _html_table(t: Table) -> str:
     cls = [' class="num"' if n else "" for n in _numeric_columns(t)]
     head = "".join(f"<th{c}>{html_escape(h)}</th>" for c, h in zip(cls, t.header, strict=True))
     body = "".join(
-        "<tr>" + "".join(f"<td{c}>{html_escape(v)}</td>" for c, v in zip(cls, row, strict=True)) + "</tr>"
+        "<tr>" + "".join(f"<td{c}>{_html_part(v)}</td>" for c, v in zip(cls, row, strict=True)) + "</tr>"
         for row in t.rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -134,6 +134,19 @@ def _print_run(label: str, result: object) -> None:
     console.print(result.stats_line)
 
 
+def _site_href(site: Path | None, out: Path) -> str | None:
+    """The results site as a link from the report folder (relative, so both can move together)."""
+    import os
+
+    if site is None:
+        return None
+    if not (site / "view.json").is_file():
+        raise UserError(
+            f"{site}: not a site written by `clinieval view`; run `clinieval view RUN... --out {site}`"
+        )
+    return Path(os.path.relpath(site.resolve(), out.resolve())).as_posix()
+
+
 @app.command()
 def analyze(
     runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
@@ -150,6 +163,10 @@ def analyze(
     classifier_kind: Annotated[
         str, typer.Option(help="which trained classifiers: tfidf or encoder")
     ] = "tfidf",
+    view: Annotated[
+        Path | None,
+        typer.Option(help="a `clinieval view` site of these runs: every answer's id links to its page there"),
+    ] = None,
 ) -> None:
     """Every task's metrics per model and shot setting, with CIs, curves, domains and every answer."""
     from clinieval.benchmarks.medeval.analysis import Settings, medeval_analysis, read_arm
@@ -166,7 +183,7 @@ def analyze(
         )
     result = medeval_analysis(arms, Settings(level, resamples, seed), pair)
     synthetic = any(_synthetic(a.path) for a in arms)
-    written = write_medeval_report(result, arms, out, synthetic=synthetic)
+    written = write_medeval_report(result, arms, out, synthetic=synthetic, view=_site_href(view, out))
     typer.echo(f"{len(arms)} arms; written: " + ", ".join(str(p) for p in written))
 
 

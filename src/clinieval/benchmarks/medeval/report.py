@@ -17,8 +17,9 @@ from clinieval import report
 from clinieval.analysis.markdown import md_number
 from clinieval.benchmarks.medeval.analysis import MAIN_METRIC, Arm
 from clinieval.benchmarks.medeval.prompts import TASKS
-from clinieval.report import Block, Document, Paragraph, Section, Table
+from clinieval.report import Block, Document, Link, Paragraph, Section, Table
 from clinieval.report.charts import grouped_bar_chart_svg, line_chart_svg
+from clinieval.report.document import Cell
 
 JSON = dict[str, Any]
 
@@ -137,8 +138,12 @@ def result_metric(arm: JSON) -> str:
     return dict(MAIN_METRIC).get(arm["task"], "score")
 
 
-def _answers_table(arm: Arm) -> Table:
-    rows = []
+def _answers_table(arm: Arm, view: str | None = None) -> Table:
+    """Every answer of an arm; with ``view`` (the results site, relative to the report), each id
+    links to that sample's page there."""
+    from clinieval.view.urls import item_href
+
+    rows: list[list[Cell]] = []
     for r in arm.records:
         score = r.scores.get(f"medeval_{arm.task}")
         meta = dict(score.metadata or {}) if score is not None else {}
@@ -148,7 +153,7 @@ def _answers_table(arm: Arm) -> Table:
         value = "—" if score is None or score.value is None else _n(score.value, 2)
         rows.append(
             [
-                r.sample.id,
+                r.sample.id if view is None else Link(r.sample.id, f"{view}/{item_href(r.sample.id)}"),
                 _cut(str(shown)),
                 _cut(str(gold)),
                 _cut(answer),
@@ -248,7 +253,7 @@ def _best(entry: JSON | None) -> str:
     return "—" if not entry else f"{_n(entry['value'])} ({entry['model']}, {entry['setting']})"
 
 
-def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool) -> Document:
+def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool, view: str | None = None) -> Document:
     """The whole report; ``arms`` (the records) feed only the per-answer tables."""
     blocks: list[Block] = [
         Paragraph(
@@ -271,11 +276,14 @@ def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool) -> Docume
         parts += [domains] if domains is not None else []
         blocks.append(Section(TASK_TITLES[task], parts, anchor=task))
     blocks += _comparisons(result)
-    answers = [Section(f"{a.model}, {a.task}, {a.setting}", [_answers_table(a)]) for a in arms]
+    answers = [Section(f"{a.model}, {a.task}, {a.setting}", [_answers_table(a, view)]) for a in arms]
     blocks.append(Section("Every answer", answers, anchor="answers"))
     return Document("MedEval analysis", blocks, warnings=[SYNTHETIC_WARNING] if synthetic else [])
 
 
-def write_medeval_report(result: JSON, arms: Sequence[Arm], out: Path, *, synthetic: bool) -> list[Path]:
-    """``medeval.json``, ``medeval.md`` and ``medeval.html`` in ``out``, written atomically."""
-    return report.write_report(result, build_document(result, arms, synthetic), out, "medeval")
+def write_medeval_report(
+    result: JSON, arms: Sequence[Arm], out: Path, *, synthetic: bool, view: str | None = None
+) -> list[Path]:
+    """``medeval.json``, ``medeval.md`` and ``medeval.html`` in ``out``, written atomically; with
+    ``view`` (a `clinieval view` site, relative to ``out``) every answer's id links to its page."""
+    return report.write_report(result, build_document(result, arms, synthetic, view), out, "medeval")
