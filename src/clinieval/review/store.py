@@ -498,10 +498,12 @@ class AssignmentView:
 def answer_names(order: Sequence[str]) -> dict[str, str]:
     """What a reviewer calls each answer: its letter on their page ("Answer B" is shown second;
     A ... Z, then AA, AB ...), so a refused save names the answer as the page does."""
-    return {key: f"Answer {_letter(i)}" for i, key in enumerate(order)}
+    return {key: f"Answer {letter(i)}" for i, key in enumerate(order)}
 
 
-def _letter(index: int) -> str:
+def letter(index: int) -> str:
+    """The label of the answer shown ``index``-th (0-based): A ... Z, then AA, AB ...; the pages
+    and the error messages both use it, so they always name an answer the same way."""
     label = ""
     index += 1
     while index:

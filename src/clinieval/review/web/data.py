@@ -21,7 +21,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from clinieval.review.db import Answer, Assignment, Item, Study, read_session
-from clinieval.review.web.render import letter
+from clinieval.review.store import letter
 
 
 @dataclass(frozen=True)

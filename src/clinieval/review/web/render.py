@@ -15,20 +15,11 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from clinieval.review.store import letter
 from clinieval.review.web.security import csrf_token, optional_user
 
 TEMPLATES: Final = Path(__file__).resolve().parent.parent / "templates"
 STATIC: Final = Path(__file__).resolve().parent.parent / "static"
-
-
-def letter(index: int) -> str:
-    """The label of the answer shown ``index``-th (0-based): A … Z, then AA, AB …"""
-    label = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        label = chr(ord("A") + rest) + label
-    return label
 
 
 @cache
