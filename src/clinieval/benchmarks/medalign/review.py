@@ -29,27 +29,14 @@ release's TSV has no submitter id (only a specialty) and ``data.py`` keeps none,
 only filled for runs whose samples carry one (a JSON Lines set of your own)."""
 
 
-def _run_dirs(paths: Sequence[Path]) -> list[Path] | None:
-    """The run folders among ``paths`` (a folder of run folders stands for them all), or None
-    when some path is neither: detection must not raise."""
-    from clinieval.runs import MANIFEST
-
-    out: list[Path] = []
-    for p in paths:
-        if (p / MANIFEST).is_file():
-            out.append(p)
-            continue
-        inner = sorted(d for d in p.iterdir() if (d / MANIFEST).is_file()) if p.is_dir() else []
-        if not inner:
-            return None
-        out.extend(inner)
-    return out
-
-
 def accepts(paths: Sequence[Path]) -> bool:
-    """Two or more run folders (or folders of them)."""
-    found = _run_dirs(paths)
-    return found is not None and len(found) >= 2
+    """Two or more run folders (or folders of them); anything else is not ours (never an error)."""
+    from clinieval.runs import find_run_dirs
+
+    try:
+        return len(find_run_dirs(list(paths))) >= 2
+    except UserError:
+        return False
 
 
 def _label(manifest: dict[str, object], path: Path) -> str:
