@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Route
+    from playwright.sync_api import Browser, BrowserContext, Page, Route
 
 CHROMIUM = Path(os.environ.get("CLINIEVAL_CHROMIUM", "/usr/bin/chromium"))
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -89,14 +89,10 @@ def is_local(url: str) -> bool:
     return parts.scheme in LOCAL_SCHEMES or (parts.hostname or "") in LOCAL_HOSTS
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh page in its own context (no cookies or storage shared between tests), offline. The
-    test fails at teardown if the page tried to reach the network or a script threw an uncaught
-    error (a broken page whose assertions happened to pass)."""
-    context = browser.new_context()
+def guard_network(context: BrowserContext) -> list[str]:
+    """Abort every request of ``context`` that would leave this machine; the list fills with the
+    URLs refused, so a test can assert that none was tried."""
     blocked: list[str] = []
-    script_errors: list[str] = []
 
     def guard(route: Route) -> None:
         if is_local(route.request.url):
@@ -106,6 +102,17 @@ def page(browser: Browser) -> Iterator[Page]:
             route.abort("internetdisconnected")
 
     context.route("**/*", guard)
+    return blocked
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page in its own context (no cookies or storage shared between tests), offline. The
+    test fails at teardown if the page tried to reach the network or a script threw an uncaught
+    error (a broken page whose assertions happened to pass)."""
+    context = browser.new_context()
+    blocked = guard_network(context)
+    script_errors: list[str] = []
     opened = context.new_page()
     opened.on("pageerror", lambda error: script_errors.append(str(error)))
     try:

@@ -59,19 +59,10 @@ def test_the_server_stops_when_its_block_ends() -> None:
 def test_a_page_may_not_reach_the_network(browser: Any) -> None:
     """The page fixture's guard, used as the fixture uses it: an external image is aborted and
     recorded, while a data: URL (local) loads."""
-    from tests.browser import is_local
+    from tests.browser import guard_network, is_local
 
     context = browser.new_context()
-    blocked: list[str] = []
-
-    def guard(route: Any) -> None:
-        if is_local(route.request.url):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort("internetdisconnected")
-
-    context.route("**/*", guard)
+    blocked = guard_network(context)
     try:
         p = context.new_page()
         p.set_content('<img src="https://cdn.example.org/x.png"><p>ok</p>')
