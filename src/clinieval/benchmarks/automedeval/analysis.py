@@ -17,7 +17,6 @@ paper) that is not installed here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,9 +300,9 @@ def analyze(
 
 
 def _model_means(items: Sequence[JudgeItem], humans: dict[str, list[float] | None]) -> dict[str, float]:
-    models = items[0].models
-    out = {}
-    for j, model in enumerate(models):
-        values = [s[j] for s in humans.values() if s is not None]
-        out[model] = sum(values) / len(values) if values else math.nan
-    return {k: v for k, v in out.items() if not math.isnan(v)}
+    """Each model's mean physician score over the items whose responses were all rated (none such:
+    an empty table)."""
+    rated = [s for s in humans.values() if s is not None]
+    if not rated:
+        return {}
+    return {model: sum(s[j] for s in rated) / len(rated) for j, model in enumerate(items[0].models)}
