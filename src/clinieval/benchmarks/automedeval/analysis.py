@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from clinieval.analysis._validation import UndefinedStatisticError
-from clinieval.benchmarks.automedeval.judging import Entry, mean_scores, read_verdicts
+from clinieval.benchmarks.automedeval.judging import Entry, judge_bias, mean_scores, read_verdicts
 from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.datasets import read_json
 from clinieval.errors import UserError
@@ -180,7 +180,6 @@ def _judge_block(
     items: Sequence[JudgeItem], run: JudgeRun, rated: bool, settings: AnalysisSettings
 ) -> tuple[JSON, dict[str, tuple[float, float]]]:
     from clinieval.benchmarks.automedeval.agreement import judge_agreement
-    from clinieval.benchmarks.automedeval.bias import Judged, bias_report
 
     _check_items(items, run)
     judged = mean_scores(items, run.entries)
@@ -205,9 +204,7 @@ def _judge_block(
             _correlation_ci(agreement.get(name))
     if _same_models(items):
         block["win_tie"] = win_tie(items, judged)
-    by_item = {i.id: [Judged(e.shown, None if e.scores is None else tuple(map(float, e.scores)))
-                      for e in run.entries if e.item == i.id] for i in items}  # fmt: skip
-    block["bias"] = bias_report([(by_item[i.id], [len(r.text) for r in i.responses]) for i in items])
+    block["bias"] = judge_bias(items, run.entries)
     block["rationale"] = rationale_quality(items, run.entries) if settings.rationale else None
     return block, per_item
 

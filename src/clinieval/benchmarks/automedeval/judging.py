@@ -229,31 +229,45 @@ def judge_folders(out: Path, names: Sequence[str], *, nested: bool = False) -> l
     return folders
 
 
+def by_item(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """The verdicts grouped by item id, in their order (one pass, not one scan per item)."""
+    out: dict[str, list[Entry]] = {}
+    for e in entries:
+        out.setdefault(e.item, []).append(e)
+    return out
+
+
 def mean_scores(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> dict[str, list[float] | None]:
     """Each item's judge score per response: the mean over its parsed repeats (None if none parsed)."""
+    grouped = by_item(entries)
     out: dict[str, list[float] | None] = {}
     for item in items:
-        parsed = [e.scores for e in entries if e.item == item.id and e.scores is not None]
+        parsed = [e.scores for e in grouped.get(item.id, []) if e.scores is not None]
         out[item.id] = (
             [sum(s[j] for s in parsed) / len(parsed) for j in range(len(item.responses))] if parsed else None
         )
     return out
 
 
+def judge_bias(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> JSON:
+    """The position and length bias rates of a judge's verdicts (:mod:`bias`), per item's repeats."""
+    from clinieval.benchmarks.automedeval.bias import Judged, bias_report
+
+    grouped = by_item(entries)
+    return bias_report([
+        ([Judged(e.shown, None if e.scores is None else tuple(map(float, e.scores)))
+          for e in grouped.get(x.id, [])], [len(r.text) for r in x.responses])
+        for x in items
+    ])  # fmt: skip
+
+
 def summarize(
     items: Sequence[JudgeItem], entries: Sequence[Entry], judge: Model, tally: CallTally, seconds: float
 ) -> JSON:
     from clinieval.benchmarks.automedeval.agreement import judge_agreement
-    from clinieval.benchmarks.automedeval.bias import Judged, bias_report
-
-    parsed = sum(e.scores is not None for e in entries)
-    by_item = {
-        item.id: [Judged(e.shown, None if e.scores is None else tuple(float(s) for s in e.scores))
-                  for e in entries if e.item == item.id]
-        for item in items
-    }  # fmt: skip
     from clinieval.judge.run import tiny_judge_warning
 
+    parsed = sum(e.scores is not None for e in entries)
     rated = any(r.ratings for item in items for r in item.responses)
     return {
         "judge": {"name": judge.name, "identity": judge.identity},
@@ -268,5 +282,5 @@ def summarize(
                   "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
         "seconds": round(seconds, 3),
         "agreement": judge_agreement(items, mean_scores(items, entries)) if rated else None,
-        "bias": bias_report([(by_item[x.id], [len(r.text) for r in x.responses]) for x in items]),
+        "bias": judge_bias(items, entries),
     }  # fmt: skip
