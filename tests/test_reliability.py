@@ -337,3 +337,16 @@ def test_a_rerun_over_changed_data_stops_unless_asked_to_rerun_the_changes(tmp_p
     assert "1 recorded samples are no longer in the data and are left out" in fewer.stdout
     summary = _strict_json(out / "summary.json")
     assert summary["run"]["removed"] == 1 and summary["summaries"][0]["samples"] == 2  # type: ignore[index]
+
+
+def test_changed_samples_are_named_in_the_data_order_not_the_order_calls_finished() -> None:
+    """Concurrent calls finish in any order, so records do too; the refusal names the first
+    changed sample of the data, which CI once saw flip between x1 and x2."""
+    from clinieval.records import SampleRecord
+    from clinieval.runner import changed_samples
+    from clinieval.types import Message, Sample
+
+    old = [Sample(id=f"x{i}", input=f"q{i}", target="ok") for i in range(4)]
+    new = [old[0]] + [Sample(id=s.id, input=s.input + " edited", target="ok") for s in old[1:]]
+    finished = [SampleRecord(old[i], 0, [Message("user", old[i].input)]) for i in (3, 0, 2, 1)]
+    assert changed_samples(new, finished) == ["x1", "x2", "x3"]

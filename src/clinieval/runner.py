@@ -253,7 +253,8 @@ def _step_json(index: int, messages: list[Message], out: ModelOutput, *, kept_pr
 def changed_samples(samples: Sequence[Sample], records: Iterable[SampleRecord]) -> list[str]:
     """Ids of samples whose content (input, context, choices, targets, metadata) differs from the
     sample a record holds: the data changed under a run, and its old answers no longer belong to
-    it. Compared as JSON, the form a record keeps."""
+    it. Compared as JSON, the form a record keeps. Returned in the data's order, not the order the
+    records were finished in (concurrent calls finish in any order), so messages are stable."""
     current = {s.id: s for s in samples}
     seen: dict[str, str] = {}
     out: list[str] = []
@@ -265,7 +266,8 @@ def changed_samples(samples: Sequence[Sample], records: Iterable[SampleRecord]) 
         text = seen[sid] = json.dumps(now.to_dict(), sort_keys=True, ensure_ascii=False)
         if json.dumps(record.sample.to_dict(), sort_keys=True, ensure_ascii=False) != text:
             out.append(sid)
-    return out
+    order = {s.id: i for i, s in enumerate(samples)}
+    return sorted(out, key=order.__getitem__)
 
 
 def pending_items(
