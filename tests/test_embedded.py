@@ -119,3 +119,27 @@ def test_gemma_base_model_raw_completion() -> None:
         assert ll.logliks[0] > ll.logliks[1]
     finally:
         asyncio.run(model.aclose())
+
+
+def test_a_model_alive_at_exit_is_freed_without_teardown_tracebacks(smollm2_path: Path) -> None:
+    """A model (or GGUF vocabulary) still referenced when the interpreter stops used to be freed
+    after llama-cpp-python's globals were gone: "Exception ignored in Llama.__del__" after
+    pytest's summary. Kept alive here by a module that is torn down late."""
+    import subprocess
+    import sys
+
+    script = (
+        "import abc\n"
+        "from pathlib import Path\n"
+        "from clinieval.models.llamacpp import LlamaCppModel\n"
+        "from clinieval.context.tokenizers import tokenizer_for_gguf\n"
+        f"m = LlamaCppModel(Path({str(smollm2_path)!r}), n_ctx=256)\n"
+        "m._load()\n"
+        f"t = tokenizer_for_gguf(Path({str(smollm2_path)!r}))\n"
+        "abc._keep = (m, t)\n"
+        "print(t.count('hello world'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) > 0
+    assert "Exception ignored" not in done.stderr, done.stderr[-2000:]

@@ -101,12 +101,15 @@ class LlamaCppTokenizer:
         try:
             import llama_cpp
             from llama_cpp import Llama
+
+            from clinieval.models.native import release_at_exit
         except ImportError:
             raise UserError("gguf tokenizers need llama-cpp-python; run `make install`") from None
         try:
             self._llm: Any = Llama(model_path=str(path), vocab_only=True, verbose=False)
         except (ValueError, RuntimeError) as e:
             raise UserError(f"tokenizer file {path}: llama.cpp could not read its vocabulary ({e})") from None
+        release_at_exit(self)
         self._raw: Any = None
         try:
             vocab = llama_cpp.llama_model_get_vocab(self._llm._model.model)
@@ -114,6 +117,13 @@ class LlamaCppTokenizer:
         except AttributeError:  # another llama-cpp-python layout: its public tokenize still works
             self._raw = None
         self._cut = self._choose_cut()
+
+    def release(self) -> None:
+        """Free the vocabulary at interpreter exit (see :mod:`clinieval.models.native`); the
+        tokenizer is unusable afterwards, and says so rather than reading freed memory."""
+        llm, self._llm, self._raw = self._llm, None, None
+        if llm is not None:
+            llm.close()
 
     @property
     def name(self) -> str:

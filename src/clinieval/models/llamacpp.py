@@ -20,6 +20,7 @@ import numpy as np
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
 from clinieval.models.catalog import file_fingerprint
+from clinieval.models.native import release_at_exit
 from clinieval.types import (
     JSON,
     ErrorKind,
@@ -115,6 +116,7 @@ class LlamaCppModel:
             elif self.chat is True:
                 raise UserError(f"model file {self.path}: has no chat template; use it as a base model")
             self._llm = llm
+            release_at_exit(self)
             return llm
 
     def render(self, messages: Sequence[Message]) -> str:
@@ -248,6 +250,11 @@ class LlamaCppModel:
         return len(await self.tokenize(text))
 
     async def aclose(self) -> None:
-        llm, self._llm = self._llm, None
+        self.release()
+
+    def release(self) -> None:
+        """Free the loaded model (the chat formatter's closure holds it too); it loads again on
+        next use."""
+        llm, self._llm, self._formatter = self._llm, None, None
         if llm is not None:
             llm.close()
