@@ -37,7 +37,7 @@ CACHE = "cache.sqlite"
 SUMMARY = "summary.json"
 SCORES = "scores"
 
-_TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "httpx", "numpy", "typer", "rich")
+_TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "aiohttp", "numpy", "typer", "rich")
 
 
 def package_versions() -> dict[str, str]:

@@ -6,7 +6,11 @@ Why it looks the way it does:
 - retries with exponential backoff (honouring ``Retry-After``) on 429, 5xx and dropped
   connections, because long clinical runs meet all of them;
 - a provider's content-filter refusal is its own error kind and is never retried: MedAlign lost
-  44 of 303 answers to one and reported results with and without them.
+  44 of 303 answers to one and reported results with and without them;
+- aiohttp and orjson underneath: against a server that answers at once, httpx spent ~2 ms of CPU
+  per request in its connection pool (and re-imported sniffio on every request); a serving
+  cluster answers thousands of requests a second, and the client must not be what limits it.
+  The session is made lazily on the running event loop (a model may outlive one ``asyncio.run``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
+import orjson
 
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
@@ -34,6 +38,9 @@ from clinieval.types import (
     ModelOutput,
     TokenLogprob,
 )
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = logging.getLogger(__name__)
 
@@ -106,18 +113,12 @@ class OpenAIModel:
         self._max_concurrency = max(1, max_concurrency)
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
-        self._sem = asyncio.Semaphore(self._max_concurrency)
         # Bearer for OpenAI-style servers, api-key for Azure-style gateways.
-        headers = {"Authorization": f"Bearer {api_key}", "api-key": api_key} if api_key else {}
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
-            limits=httpx.Limits(
-                max_connections=self._max_concurrency,
-                max_keepalive_connections=self._max_concurrency,
-            ),
-            headers=headers,
-            trust_env=False,  # never route patient text through an environment proxy
-        )
+        auth = {"Authorization": f"Bearer {api_key}", "api-key": api_key} if api_key else {}
+        self._headers = {"Content-Type": "application/json", **auth}
+        self._session: aiohttp.ClientSession | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def name(self) -> str:
@@ -134,6 +135,41 @@ class OpenAIModel:
     def render(self, messages: Sequence[Message]) -> str:
         return render_plain(messages)
 
+    async def _client(self) -> aiohttp.ClientSession:
+        """The session (and the in-flight limit) of the running event loop, made on first use."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop or self._session.closed:
+            import aiohttp
+
+            if self._session is not None and self._loop is loop:
+                await self._session.close()
+            self._loop = loop
+            self._sem = asyncio.Semaphore(self._max_concurrency)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._max_concurrency),
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=min(self.timeout_s, 10.0)),
+                headers=self._headers,
+                trust_env=False,  # never route patient text through an environment proxy
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def _request(
+        self, method: str, url: str, payload: JSON | None = None, timeout_s: float | None = None
+    ) -> tuple[int, bytes, str | None]:
+        """One HTTP exchange: status, body and Retry-After; transport errors are raised as is."""
+        import aiohttp
+
+        session = await self._client()
+        data = None if payload is None else orjson.dumps(payload)
+        # aiohttp reads timeout=None as "no timeout": pass one only to shorten the session's
+        extra: dict[str, Any] = {}
+        if timeout_s is not None:
+            extra["timeout"] = aiohttp.ClientTimeout(total=timeout_s)
+        async with session.request(method, url, data=data, **extra) as resp:
+            body = await resp.read()
+            return resp.status, body, resp.headers.get("Retry-After")
+
     def _url(self, path: str) -> str:
         """``base_url`` + ``path``, keeping a query string (Azure-style ``?api-version=``) last."""
         base, sep, query = self.base_url.partition("?")
@@ -144,21 +180,22 @@ class OpenAIModel:
 
         Otherwise every sample would be recorded as the same failure.
         """
+        import aiohttp
+
         try:
-            resp = await self._client.get(self._url("/models"), timeout=10.0)
-        except httpx.HTTPError as e:
+            status, body, _ = await self._request("GET", self._url("/models"), timeout_s=10.0)
+        except (aiohttp.ClientError, TimeoutError) as e:
             raise UserError(
                 f"cannot reach {self.base_url}: {type(e).__name__} ({e or 'no answer'}); "
                 "is the server running and is the URL right?"
             ) from None
-        if resp.status_code in {401, 403}:
+        if status in {401, 403}:
             raise UserError(
-                f"{self.base_url}: the server refused the credentials (HTTP {resp.status_code}); "
-                "set CLINIEVAL_API_KEY"
+                f"{self.base_url}: the server refused the credentials (HTTP {status}); set CLINIEVAL_API_KEY"
             )
-        if resp.status_code == 404:
+        if status == 404:
             await self._probe()
-        served = _served_models(resp)
+        served = _served_models(status, body)
         if served and self.model not in served:
             raise UserError(
                 f"{self.base_url}: serves {', '.join(sorted(served))}, not {self.model!r}; "
@@ -173,37 +210,43 @@ class OpenAIModel:
             payload["messages"] = [{"role": "user", "content": "ping"}]
         else:
             payload["prompt"] = "ping"
+        import aiohttp
+
         try:
-            resp = await self._client.post(self._url(path), json=payload, timeout=60.0)
-        except httpx.HTTPError:
+            status, _, _ = await self._request("POST", self._url(path), payload, timeout_s=60.0)
+        except (aiohttp.ClientError, TimeoutError):
             return  # reachable a moment ago; let the run's retries deal with it
-        if resp.status_code in {404, 405}:
+        if status in {404, 405}:
             raise UserError(
-                f"{self.base_url}: no OpenAI-compatible API there (HTTP {resp.status_code} on {path}); "
+                f"{self.base_url}: no OpenAI-compatible API there (HTTP {status} on {path}); "
                 "the URL usually ends in /v1"
             )
 
     async def _post(self, path: str, payload: JSON) -> JSON:
         """POST with retries; returns the JSON body or raises a classified _Failure."""
+        import aiohttp
+
         url = self._url(path)
+        await self._client()
+        assert self._sem is not None
         attempt = 0
         while True:
             try:
                 async with self._sem:
-                    resp = await self._client.post(url, json=payload)
-                if resp.status_code == 200:
+                    status, raw, retry_after = await self._request("POST", url, payload)
+                if status == 200:
                     try:
-                        body: JSON = resp.json()
-                    except ValueError:
+                        body: JSON = orjson.loads(raw)
+                    except orjson.JSONDecodeError:
                         raise _Failure(ErrorKind.SERVER_ERROR, "server answered 200 with no JSON") from None
+                    if not isinstance(body, dict):
+                        raise _Failure(ErrorKind.SERVER_ERROR, "server answered 200 with no JSON object")
                     return body
-                kind = classify_http_error(resp.status_code, resp.text)
-                raise _Failure(
-                    kind, f"HTTP {resp.status_code}: {resp.text[:300]}", resp.headers.get("retry-after")
-                )
-            except httpx.TimeoutException as e:
+                text = raw.decode("utf-8", "replace")
+                raise _Failure(classify_http_error(status, text), f"HTTP {status}: {text[:300]}", retry_after)
+            except TimeoutError as e:
                 failure = _Failure(ErrorKind.TIMEOUT, f"no answer within {self.timeout_s:g}s ({e!r})")
-            except httpx.TransportError as e:
+            except aiohttp.ClientError as e:
                 failure = _Failure(ErrorKind.CONNECTION, f"{type(e).__name__}: {e}")
             except _Failure as f:
                 failure = f
@@ -281,15 +324,17 @@ class OpenAIModel:
             (f"{root}/extras/tokenize", {"input": text}),
             (f"{root}/tokenize", {"content": text, "model": self.model, "prompt": text}),
         ]
+        import aiohttp
+
         for url, payload in attempts:
             try:
-                resp = await self._client.post(url, json=payload)
-            except httpx.HTTPError:
+                status, raw, _ = await self._request("POST", url, payload)
+                answer = orjson.loads(raw) if status == 200 else None
+            except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
                 continue
-            if resp.status_code == 200:
-                tokens = resp.json().get("tokens")
-                if isinstance(tokens, list):
-                    return [int(t) for t in tokens]
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+            if isinstance(tokens, list):
+                return [int(t) for t in tokens]
         raise UserError(
             f"{self.base_url}: the server offers no tokenize route; configure a local budget "
             "tokenizer instead"
@@ -299,16 +344,18 @@ class OpenAIModel:
         return len(await self.tokenize(text))
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
 
 
-def _served_models(resp: httpx.Response) -> set[str]:
+def _served_models(status: int, body: bytes) -> set[str]:
     """Model ids a ``/models`` answer lists; empty when it lists none or is not that shape."""
-    if resp.status_code != 200:
+    if status != 200:
         return set()
     try:
-        data = resp.json().get("data")
-    except (ValueError, AttributeError):
+        data = orjson.loads(body).get("data")
+    except (orjson.JSONDecodeError, AttributeError):
         return set()
     if not isinstance(data, list):
         return set()
