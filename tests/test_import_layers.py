@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "clinieval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: no clinieval imports beyond this row
     ("clinieval", "errors", "types", "fsutil", "privacy"),
-    ("datasets", "records"),
+    ("datasets", "records", "record_codec"),
     ("models",),
     ("scoring",),
     ("task",),
@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("context",),
     ("analysis",),
     # execution: run directories, the request cache, the runner, summaries, re-scoring
-    ("cache", "runs", "runner", "summary", "session", "rescore"),
+    ("cache", "runs", "run_writer", "runner", "summary", "session", "rescore"),
     ("judge",),
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site

@@ -17,10 +17,12 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import orjson
 
 from clinieval.types import JSON
 
@@ -51,6 +53,15 @@ def request_key(kind: str, model: JSON, settings: JSON, prompt: Any, repeat: int
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class RequestStore(Protocol):
+    """Where answered requests are looked up and kept: the cache itself, or a run's batching
+    writer in front of it (clinieval.run_writer)."""
+
+    def get(self, key: str) -> JSON | None: ...
+
+    def put(self, key: str, kind: str, value: JSON) -> None: ...
 
 
 class RequestCache:
@@ -87,7 +98,7 @@ class RequestCache:
             self.misses += 1
             return None
         self.hits += 1
-        value: JSON = json.loads(row[0])
+        value: JSON = orjson.loads(row[0])
         return value
 
     def put(self, key: str, kind: str, value: JSON) -> None:
@@ -96,6 +107,25 @@ class RequestCache:
                 "INSERT OR REPLACE INTO requests (key, kind, value, created) VALUES (?, ?, ?, ?)",
                 (key, kind, json.dumps(value, ensure_ascii=False), time.time()),
             )
+
+    def put_many(self, entries: Iterable[tuple[str, str, JSON]]) -> None:
+        """Store (key, kind, value) entries in one transaction: one commit for a whole batch of
+        answers instead of one each (see clinieval.run_writer)."""
+        now = time.time()
+        rows = [(key, kind, orjson.dumps(value).decode("utf-8"), now) for key, kind, value in entries]
+        with self._storage():
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO requests (key, kind, value, created) VALUES (?, ?, ?, ?)", rows
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def is_empty(self) -> bool:
+        return self._db.execute("SELECT 1 FROM requests LIMIT 1").fetchone() is None
 
     def __len__(self) -> int:
         row = self._db.execute("SELECT COUNT(*) FROM requests").fetchone()

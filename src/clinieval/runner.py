@@ -1,9 +1,13 @@
 """Drive a task over a model: concurrent, cached, resumable, with a progress bar.
 
 A pool of workers (as many as the model can usefully take in flight) pulls (sample, repeat)
-pairs from a queue; every model request goes through the run's request cache; each finished
-record is appended and flushed at once, so a kill at any moment loses at most the requests
-that were in flight.
+pairs from a queue; every model request goes through the run's request cache; finished records
+and answers are written in batches every 50 ms (clinieval.run_writer), so a kill at any moment
+loses at most the requests that were in flight and what finished in the last 50 ms.
+
+Who evaluates the items is an :class:`Executor`: this process (:class:`LocalExecutor`), or
+workers elsewhere (clinieval.distributed) that send back records and answers for this process
+alone to write, so resume, caching and kill semantics do not depend on where the work ran.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from clinieval.cache import RequestCache, request_key
+from clinieval.cache import RequestStore, request_key
 from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.records import SampleRecord
-from clinieval.runs import RunDir, append_record
+from clinieval.run_writer import RunWriter
+from clinieval.runs import RunDir
 from clinieval.task import MultiStepPolicy, Task
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
@@ -52,7 +57,7 @@ class RunStats:
 class CachedCalls:
     """Model calls through the request cache."""
 
-    def __init__(self, model: Model, cache: RequestCache) -> None:
+    def __init__(self, model: Model, cache: RequestStore) -> None:
         self.model = model
         self.cache = cache
         self.requests = 0
@@ -167,7 +172,8 @@ async def run_each(items: Sequence[_T], n_workers: int, handle: Callable[[_T], A
         raise
 
 
-async def _evaluate(task: Task, calls: CachedCalls, sample: Sample, repeat: int) -> SampleRecord:
+async def evaluate_item(task: Task, calls: CachedCalls, sample: Sample, repeat: int) -> SampleRecord:
+    """One (sample, repeat): fit the context, ask the model (through the cache), score."""
     policy = task.context_policy
     if isinstance(policy, MultiStepPolicy) and task.needs_generation:
         record = await _refine(task, policy, calls, sample, repeat)
@@ -286,6 +292,7 @@ async def execute(
     concurrency: int | None = None,
     progress: bool = True,
     rerun_changed: bool = False,
+    executor: Executor | None = None,
 ) -> RunStats:
     """Evaluate every (sample, repeat) not yet done in ``run``; return what was done.
 
@@ -308,40 +315,84 @@ async def execute(
     wanted = {s.id for s in samples}
     removed = len({sid for sid, _ in latest} - wanted)
     total = len(samples) * repeats
-    cache = run.cache()
-    calls = CachedCalls(model, cache)
     start = time.perf_counter()
-    finished = 0
     n_workers = concurrency or model.max_concurrency
     bar = ProgressBar(progress, total, len(done), model.name)
-
+    cache = run.cache()
+    writer: RunWriter | None = None
     try:
-        with run.open_appender() as out, bar:
+        writer = RunWriter(run, cache)
 
-            async def one(item: tuple[Sample, int]) -> None:
-                nonlocal finished
-                record = await _evaluate(task, calls, *item)
-                append_record(out, record)
-                finished += 1
-                bar.advance()
+        def finish(record: SampleRecord) -> None:
+            assert writer is not None
+            writer.append(record)
+            bar.advance()
 
-            # run_each cancels the other workers on the first error, before the results file and
-            # the cache close: nothing is written after a failure, and in-flight work is re-asked
-            # on the next run.
-            await run_each(todo, n_workers, one)
+        with bar:
+            # On the first error the executor stops every worker before the writer closes:
+            # nothing is written after a failure, and in-flight work is re-asked on the next run.
+            requests = await (executor or LocalExecutor()).evaluate(
+                task, model, writer, todo, n_workers, finish
+            )
+        writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        raise
     finally:
         cache.close()
     return RunStats(
         total=total,
         already_done=len(done),
-        finished=finished,
+        finished=writer.written,
         retried=retried,
         changed=sum(1 for s, r in todo if s.id in stale),
         removed=removed,
-        cache_hits=cache.hits,
-        requests=calls.requests,
+        cache_hits=writer.hits,
+        requests=requests,
         elapsed_s=time.perf_counter() - start,
     )
+
+
+class Executor(Protocol):
+    """Evaluates pending (sample, repeat) items and hands each finished record to ``finish``.
+
+    Every model request goes through ``store`` (look up before asking, keep what was answered):
+    an executor whose work runs elsewhere brings the answers back and puts them there, because
+    only this process writes the run folder and the cache."""
+
+    async def evaluate(
+        self,
+        task: Task,
+        model: Model,
+        store: RequestStore,
+        items: Sequence[tuple[Sample, int]],
+        n_workers: int,
+        finish: Callable[[SampleRecord], None],
+    ) -> int:
+        """Evaluate ``items``, at most ``n_workers`` at a time; return the model requests made."""
+        ...
+
+
+class LocalExecutor:
+    """Evaluates in this process, ``n_workers`` coroutines sharing the model."""
+
+    async def evaluate(
+        self,
+        task: Task,
+        model: Model,
+        store: RequestStore,
+        items: Sequence[tuple[Sample, int]],
+        n_workers: int,
+        finish: Callable[[SampleRecord], None],
+    ) -> int:
+        calls = CachedCalls(model, store)
+
+        async def one(item: tuple[Sample, int]) -> None:
+            finish(await evaluate_item(task, calls, *item))
+
+        await run_each(items, n_workers, one)
+        return calls.requests
 
 
 class ProgressBar:

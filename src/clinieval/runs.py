@@ -4,6 +4,8 @@ Layout::
 
     RUN/manifest.json    what was run (task, model, settings, versions, data hashes, status)
     RUN/samples.jsonl    one SampleRecord per finished (sample, repeat), appended as they finish
+    RUN/texts.jsonl      each long text (a record, a prompt) once, which samples.jsonl refers to
+                         by hash (see clinieval.record_codec)
     RUN/cache.sqlite     every answered model request (see clinieval.cache)
     RUN/scores/NAME.jsonl  re-scoring output of `clinieval score`, text metrics and judges
     RUN/scores/NAME.summary.json  a judge's call, token and failure accounting
@@ -24,15 +26,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO
 
+import orjson
+
 from clinieval import __version__
 from clinieval.cache import RequestCache
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, raise_named
+from clinieval.record_codec import MissingText, TextTable
 from clinieval.records import SampleRecord
 from clinieval.types import JSON
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
+TEXTS = "texts.jsonl"
 CACHE = "cache.sqlite"
 SUMMARY = "summary.json"
 SCORES = "scores"
@@ -89,6 +95,10 @@ class RunDir:
     def samples_path(self) -> Path:
         return self.path / SAMPLES
 
+    @property
+    def texts_path(self) -> Path:
+        return self.path / TEXTS
+
     def exists(self) -> bool:
         return self.manifest_path.is_file()
 
@@ -125,7 +135,7 @@ class RunDir:
         if path.exists() and any(path.iterdir()) and not overwrite:
             raise UserError(f"{path}: exists and is not a clinieval run; choose another --out")
         if overwrite and path.exists():
-            for name in (MANIFEST, SAMPLES, SUMMARY, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
+            for name in (MANIFEST, SAMPLES, TEXTS, SUMMARY, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
                 (path / name).unlink(missing_ok=True)
             shutil.rmtree(path / SCORES, ignore_errors=True)
         path.mkdir(parents=True, exist_ok=True)
@@ -141,18 +151,28 @@ class RunDir:
     def cache(self) -> RequestCache:
         return RequestCache(self.path / CACHE)
 
+    def text_table(self) -> TextTable:
+        """The run's shared long texts (empty for a run written before they existed)."""
+        rows: list[dict[str, str]] = []
+        for i, line in enumerate(_whole_lines(self.texts_path), 1):
+            try:
+                row = orjson.loads(line)
+                rows.append({"id": str(row["id"]), "text": str(row["text"])})
+            except (orjson.JSONDecodeError, KeyError, TypeError) as e:
+                raise UserError(f"{self.texts_path}:{i}: unreadable text ({e})") from None
+        return TextTable.from_lines(rows)
+
     def iter_records(self) -> Iterator[SampleRecord]:
         """Records in file order; a torn last line (crash mid-write) is ignored."""
         if not self.samples_path.exists():
             return
-        with self.samples_path.open(encoding="utf-8") as f:
-            lines = f.readlines()
-        for i, line in enumerate(lines, 1):
-            if not line.endswith("\n"):
-                break  # torn final line from a crash; it is repaired on the next append
+        table = self.text_table()
+        for i, line in enumerate(_whole_lines(self.samples_path), 1):
             try:
-                yield SampleRecord.from_dict(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                yield SampleRecord.from_dict(table.decode(orjson.loads(line)))
+            except MissingText as e:
+                raise UserError(f"{self.samples_path}:{i}: refers to text {e} missing from {TEXTS}") from None
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
                 raise UserError(f"{self.samples_path}:{i}: unreadable record ({e})") from None
 
     def records(self) -> list[SampleRecord]:
@@ -162,15 +182,28 @@ class RunDir:
             latest[rec.key] = rec
         return list(latest.values())
 
-    def open_appender(self) -> IO[str]:
-        """Open samples.jsonl for appending, first cutting any torn last line."""
-        path = self.samples_path
+    def open_appender(self, path: Path | None = None) -> IO[str]:
+        """Open samples.jsonl (or another of the run's line files) for appending, first cutting
+        any torn last line."""
+        path = path or self.samples_path
         if path.exists():
             with path.open("rb+") as f:
                 data = f.read()
                 if data and not data.endswith(b"\n"):
                     f.truncate(data.rfind(b"\n") + 1)
         return path.open("a", encoding="utf-8")
+
+
+def _whole_lines(path: Path) -> Iterator[bytes]:
+    """The complete lines of a line file; a torn last one (a kill mid-write) is left out, and
+    the next append cuts it."""
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                return
+            yield line
 
 
 def append_record(f: IO[str], record: SampleRecord) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import RunStats, execute
+from clinieval.runner import Executor, RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.task import Task
@@ -35,6 +35,8 @@ class RunRequest:
     overwrite: bool = False
     progress: bool = True
     rerun_changed: bool = False
+    executor: Executor | None = None
+    """Who evaluates the items: this process when None (see clinieval.runner.Executor)."""
 
 
 @dataclass(slots=True)
@@ -96,6 +98,7 @@ async def run_evaluation(req: RunRequest) -> RunResult:
             concurrency=req.concurrency,
             progress=req.progress,
             rerun_changed=req.rerun_changed,
+            executor=req.executor,
         )
     finally:
         await req.model.aclose()
