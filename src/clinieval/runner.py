@@ -13,6 +13,7 @@ alone to write, so resume, caching and kill semantics do not depend on where the
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -82,7 +83,7 @@ class CachedCalls:
         async def call() -> JSON:
             return (await self.model.generate(messages, task.generation)).to_dict()
 
-        value = await self.through("generate", task.generation.to_dict(), prompt, repeat, call)
+        value = await self.through("generate", _settings(task.generation), prompt, repeat, call)
         return ModelOutput.from_dict(value)
 
     async def loglikelihood(
@@ -97,6 +98,27 @@ class CachedCalls:
 
         value = await self.through("loglikelihood", {"choices": choices}, prompt, record.repeat, call)
         return LoglikOutput.from_dict(value)
+
+
+@functools.lru_cache(maxsize=64)
+def _settings(config: GenerationConfig) -> JSON:
+    """``config.to_dict()``, made once per config (``dataclasses.asdict`` deep-copies; callers
+    only read the dict, which goes into the cache key)."""
+    return config.to_dict()
+
+
+_MULTI_STEP: dict[type, bool] = {}
+
+
+def _multi_step(policy: object) -> bool:
+    """Whether a policy is multi-step, decided once per policy class: a runtime Protocol check
+    costs ~15 µs per call, which a run at thousands of items per second notices (and such a
+    Protocol refuses ``issubclass``)."""
+    kind = type(policy)
+    known = _MULTI_STEP.get(kind)
+    if known is None:
+        known = _MULTI_STEP[kind] = isinstance(policy, MultiStepPolicy)
+    return known
 
 
 @dataclass(slots=True)
@@ -175,7 +197,8 @@ async def run_each(items: Sequence[_T], n_workers: int, handle: Callable[[_T], A
 async def evaluate_item(task: Task, calls: CachedCalls, sample: Sample, repeat: int) -> SampleRecord:
     """One (sample, repeat): fit the context, ask the model (through the cache), score."""
     policy = task.context_policy
-    if isinstance(policy, MultiStepPolicy) and task.needs_generation:
+    if _multi_step(policy) and task.needs_generation:
+        assert isinstance(policy, MultiStepPolicy)
         record = await _refine(task, policy, calls, sample, repeat)
         record.scores = {s.name: s.score(record) for s in task.scorers}
         return record

@@ -1,0 +1,198 @@
+"""The batched results writer and the once-per-run text store (issue 17): what is written, when,
+in which order, and that every record reads back exactly as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from clinieval.errors import UserError
+from clinieval.record_codec import MIN_SHARED, TextTable, text_id
+from clinieval.records import SampleRecord
+from clinieval.run_writer import RunWriter
+from clinieval.runs import RunDir
+from clinieval.types import Message, ModelOutput, Sample
+from tests.conftest import run_cli
+from tests.fault_server import FaultServer
+
+LONG = "The patient was admitted with chest pain. " * 40  # well over MIN_SHARED
+NOTE = "DISCHARGE SUMMARY. " * 60
+
+
+def record(
+    sid: str = "a", repeat: int = 0, *, context: str = NOTE, question: str = "Which drug?"
+) -> SampleRecord:
+    sample = Sample(id=sid, input=question, context=context, target="x", metadata={"k": 1})
+    prompt = f"Read the record.\n\n{context}\n\nQuestion: {question}\nAnswer:"
+    return SampleRecord(
+        sample, repeat, [Message("system", "You are careful."), Message("user", prompt)], {"policy": "full"},
+        output=ModelOutput(text="metoprolol", prompt_tokens=3),
+    )  # fmt: skip
+
+
+def roundtrip(table: TextTable, rec: SampleRecord) -> tuple[SampleRecord, dict, list[tuple[str, str]]]:  # type: ignore[type-arg]
+    encoded, new = table.encode(rec.to_dict())
+    line = json.loads(json.dumps(encoded))
+    return SampleRecord.from_dict(table.decode(json.loads(json.dumps(line)))), line, new
+
+
+def test_a_record_reads_back_exactly_and_its_context_is_stored_once() -> None:
+    table = TextTable()
+    rec = record()
+    back, line, new = roundtrip(table, rec)
+    assert back.to_dict() == rec.to_dict()
+    assert new == [(text_id(NOTE), NOTE)]  # the context once; the prompt refers to it
+    assert line["sample"]["context"] == {"$text": text_id(NOTE)}
+    before, ref, after = line["messages"][1]["content"]["$join"]
+    assert (
+        ref == {"$text": text_id(NOTE)}
+        and before == "Read the record.\n\n"
+        and after.startswith("\n\nQuestion")
+    )
+    assert line["messages"][0]["content"] == "You are careful."  # short texts stay inline
+    assert line["sample"]["input"] == "Which drug?"
+    # the same record again (a repeat) adds no text at all
+    again, _, new_again = roundtrip(table, record(repeat=1))
+    assert new_again == [] and again.messages == rec.messages
+
+
+def test_a_long_prompt_without_the_record_in_it_is_stored_once_too() -> None:
+    table = TextTable()
+    rec = record(context="")
+    rec.messages = [Message("user", LONG)]
+    _, line, new = roundtrip(table, rec)
+    assert line["messages"][0]["content"] == {"$text": text_id(LONG)} and new == [(text_id(LONG), LONG)]
+    assert roundtrip(table, rec)[2] == []
+
+
+def test_texts_just_under_the_threshold_stay_inline() -> None:
+    short = "y" * (MIN_SHARED - 1)
+    rec = record(context=short)
+    _, line, new = roundtrip(TextTable(), rec)
+    assert line["sample"]["context"] == short
+    # the prompt around it is over the threshold: stored whole, as the only new text
+    assert new == [(text_id(rec.messages[1].content), rec.messages[1].content)]
+
+
+def _run_dir(tmp_path: Path) -> RunDir:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "manifest.json").write_text("{}")
+    return RunDir(tmp_path)
+
+
+def test_a_line_written_before_texts_existed_still_reads(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    rec = record()
+    run.samples_path.write_text(json.dumps(rec.to_dict()) + "\n")
+    assert [r.to_dict() for r in run.iter_records()] == [rec.to_dict()]
+
+
+def test_a_record_whose_text_is_missing_is_one_clear_error(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    encoded, _ = TextTable().encode(record().to_dict())
+    run.samples_path.write_text(json.dumps(encoded) + "\n")
+    with pytest.raises(UserError, match=r"samples.jsonl:1: refers to text .* missing from texts.jsonl"):
+        list(run.iter_records())
+
+
+def test_a_finished_record_reaches_the_disk_within_the_interval_without_more_work(tmp_path: Path) -> None:
+    """A slow server may finish one item a minute: the timer, not the next item, writes it."""
+    run = _run_dir(tmp_path)
+
+    async def go() -> tuple[int, int]:
+        cache = run.cache()
+        writer = RunWriter(run, cache, interval_s=0.05)
+        writer.put("k1", "generate", {"text": "x"})
+        writer.append(record())
+        on_disk_at_once = len(run.samples_path.read_bytes())
+        await asyncio.sleep(0.3)
+        lines = run.samples_path.read_text().count("\n")
+        writer.close()
+        cache.close()
+        return on_disk_at_once, lines
+
+    at_once, later = asyncio.run(go())
+    assert at_once == 0 and later == 1
+    assert [r.messages for r in run.iter_records()] == [record().messages]
+    cache = run.cache()
+    assert cache.get("k1") == {"text": "x"}
+    cache.close()
+
+
+def test_pending_answers_are_served_before_being_written_and_a_full_batch_writes_at_once(
+    tmp_path: Path,
+) -> None:
+    run = _run_dir(tmp_path)
+
+    async def go() -> None:
+        cache = run.cache()
+        writer = RunWriter(run, cache, interval_s=60.0, max_batch=4)
+        writer.put("k", "generate", {"text": "y"})
+        assert writer.get("k") == {"text": "y"} and writer.hits == 1
+        assert writer.get("other") is None
+        for i in range(3):
+            writer.append(record(sid=f"s{i}"))
+        # 1 entry + 3 records = a full batch: written without waiting a minute
+        assert run.samples_path.read_text().count("\n") == 3
+        assert cache.get("k") == {"text": "y"}
+        writer.close()
+        cache.close()
+
+    asyncio.run(go())
+    # texts are written before the records that refer to them, and once
+    texts = [json.loads(line) for line in run.texts_path.read_text().splitlines()]
+    assert [t["id"] for t in texts] == [text_id(NOTE)]
+
+
+def test_a_failed_timed_write_stops_the_run_at_its_next_step(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+
+    async def go() -> None:
+        cache = run.cache()
+        writer = RunWriter(run, cache, interval_s=0.01)
+        real = writer._records.write
+
+        def full(data: str) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        writer._records.write = full  # type: ignore[method-assign]
+        writer.append(record())
+        await asyncio.sleep(0.1)  # the timed write fails in the background
+        try:
+            with pytest.raises(OSError, match="No space left") as failure:
+                writer.append(record(sid="b"))
+            assert str(run.samples_path) in str(failure.value)
+        finally:
+            writer._records.write = real  # type: ignore[method-assign]
+            writer.abandon()
+            cache.close()
+
+    asyncio.run(go())
+
+
+def test_a_run_over_long_records_writes_each_text_once_and_reads_back_whole(tmp_path: Path) -> None:
+    contexts = [f"Record {i}. " + NOTE for i in range(3)]
+    rows = [{"id": f"q{i}", "input": f"Question {i}? " + contexts[i], "target": "yes"} for i in range(3)]
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    with FaultServer(answer="yes") as server:
+        done = run_cli("run", str(data), "-m", f"openai:{server.url}@fault", "--out", str(out),
+                       "--repeats", "3", "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    texts = [json.loads(line) for line in (out / "texts.jsonl").read_text().splitlines()]
+    assert sorted(t["text"] for t in texts) == sorted(r["input"] for r in rows)  # once each, 9 records
+    records = RunDir(out).records()
+    assert len(records) == 9
+    for r in records:
+        source = next(row for row in rows if row["id"] == r.sample.id)
+        assert r.sample.input == source["input"] and source["input"] in r.messages[-1].content
+    raw = (out / "samples.jsonl").stat().st_size + (out / "texts.jsonl").stat().st_size
+    assert raw < 9 * len(rows[0]["input"])  # the old layout held each input twice per record
+    summary = run_cli("summary", str(out))
+    assert summary.returncode == 0 and "exact_match" in summary.stdout
