@@ -162,29 +162,33 @@ def test_a_full_disk_stops_with_one_line_and_the_rerun_resumes(
 def test_a_full_disk_stand_in_injected_write_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stand-in for a full disk where no file system can be mounted: the 6th results line fails
     with ENOSPC, as a full disk would, inside the real command (in process, through ``main``)."""
-    from clinieval import runs
+    from clinieval import run_writer
     from clinieval.cli import main
 
     data = _items(tmp_path / "items.jsonl")
-    real = runs.append_record
+    real = run_writer._write
     calls = {"n": 0}
 
-    def failing(f, record):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        if calls["n"] == 6:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real(f, record)
+    def failing(f, lines):  # type: ignore[no-untyped-def]
+        if not f.name.endswith("samples.jsonl"):
+            return real(f, lines)
+        for line in list(lines):  # a batch may hold several lines: the 6th one fails
+            calls["n"] += 1
+            if calls["n"] == 6:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            real(f, [line])
+        lines.clear()
 
     with FaultServer(responder=_reply) as server:
         out = tmp_path / "run"
-        monkeypatch.setattr(runs, "append_record", failing)
+        monkeypatch.setattr(run_writer, "_write", failing)
         monkeypatch.setattr(sys, "argv", _cmd(data, server.url, out, "--concurrency", "1"))
         with pytest.raises(SystemExit) as stop:
             main()
         assert stop.value.code == 2
         kept = _complete_lines(out / "samples.jsonl")
         assert len(kept.splitlines()) == 5
-        monkeypatch.setattr(runs, "append_record", real)
+        monkeypatch.setattr(run_writer, "_write", real)
         done = _run(_cmd(data, server.url, out))
         assert done.returncode == 0, done.stderr
     assert (out / "samples.jsonl").read_bytes().startswith(kept)

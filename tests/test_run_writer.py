@@ -7,6 +7,7 @@ import asyncio
 import errno
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -100,79 +101,87 @@ def test_a_record_whose_text_is_missing_is_one_clear_error(tmp_path: Path) -> No
         list(run.iter_records())
 
 
-def test_a_finished_record_reaches_the_disk_within_the_interval_without_more_work(tmp_path: Path) -> None:
-    """A slow server may finish one item a minute: the timer, not the next item, writes it."""
-    run = _run_dir(tmp_path)
-
-    async def go() -> tuple[int, int]:
-        cache = run.cache()
-        writer = RunWriter(run, cache, interval_s=0.05)
-        writer.put("k1", "generate", {"text": "x"})
-        writer.append(record())
-        on_disk_at_once = len(run.samples_path.read_bytes())
-        await asyncio.sleep(0.3)
-        lines = run.samples_path.read_text().count("\n")
-        writer.close()
-        cache.close()
-        return on_disk_at_once, lines
-
-    at_once, later = asyncio.run(go())
-    assert at_once == 0 and later == 1
-    assert [r.messages for r in run.iter_records()] == [record().messages]
-    cache = run.cache()
-    assert cache.get("k1") == {"text": "x"}
-    cache.close()
-
-
-def test_pending_answers_are_served_before_being_written_and_a_full_batch_writes_at_once(
-    tmp_path: Path,
-) -> None:
+def test_a_worker_moves_on_only_once_its_record_is_on_disk(tmp_path: Path) -> None:
+    """The durability promise: when ``write`` returns, the record and the answers queued before
+    it are written, so a kill loses only what workers are still busy with."""
     run = _run_dir(tmp_path)
 
     async def go() -> None:
         cache = run.cache()
-        writer = RunWriter(run, cache, interval_s=60.0, max_batch=4)
-        writer.put("k", "generate", {"text": "y"})
-        assert writer.get("k") == {"text": "y"} and writer.hits == 1
-        assert writer.get("other") is None
-        for i in range(3):
-            writer.append(record(sid=f"s{i}"))
-        # 1 entry + 3 records = a full batch: written without waiting a minute
-        assert run.samples_path.read_text().count("\n") == 3
-        assert cache.get("k") == {"text": "y"}
+        writer = RunWriter(run, cache)
+        writer.put("k1", "generate", {"text": "x"})
+        await writer.write(record())
+        assert run.samples_path.read_text().count("\n") == 1
+        other = sqlite3.connect(run.path / "cache.sqlite")  # another reader sees the commit
+        assert other.execute("SELECT COUNT(*) FROM requests").fetchone() == (1,)
+        other.close()
         writer.close()
         cache.close()
 
     asyncio.run(go())
+    assert [r.messages for r in run.iter_records()] == [record().messages]
+
+
+def test_records_finished_together_share_one_commit(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+
+    async def go() -> int:
+        cache = run.cache()
+        writer = RunWriter(run, cache)
+        await asyncio.gather(*(writer.write(record(sid=f"s{i}")) for i in range(8)))
+        commits = writer.commits
+        writer.close()
+        cache.close()
+        return commits
+
+    assert asyncio.run(go()) == 1
+    assert run.samples_path.read_text().count("\n") == 8
     # texts are written before the records that refer to them, and once
     texts = [json.loads(line) for line in run.texts_path.read_text().splitlines()]
     assert [t["id"] for t in texts] == [text_id(NOTE)]
 
 
-def test_a_failed_timed_write_stops_the_run_at_its_next_step(tmp_path: Path) -> None:
+def test_pending_answers_are_served_before_they_are_written(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
 
     async def go() -> None:
         cache = run.cache()
-        writer = RunWriter(run, cache, interval_s=0.01)
+        writer = RunWriter(run, cache)
+        writer.put("k", "generate", {"text": "y"})
+        assert writer.get("k") == {"text": "y"} and writer.hits == 1
+        assert writer.get("other") is None
+        writer.close()
+        cache.close()
+
+    asyncio.run(go())
+
+
+def test_a_failed_write_fails_every_waiting_worker_and_then_stops_the_run(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+
+    async def go() -> None:
+        cache = run.cache()
+        writer = RunWriter(run, cache)
         real = writer._records.write
 
         def full(data: str) -> int:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         writer._records.write = full  # type: ignore[method-assign]
-        writer.append(record())
-        await asyncio.sleep(0.1)  # the timed write fails in the background
         try:
-            with pytest.raises(OSError, match="No space left") as failure:
-                writer.append(record(sid="b"))
-            assert str(run.samples_path) in str(failure.value)
+            results = await asyncio.gather(
+                writer.write(record()), writer.write(record(sid="b")), return_exceptions=True
+            )
+            assert all(isinstance(r, OSError) and str(run.samples_path) in str(r) for r in results)
+            with pytest.raises(OSError, match="No space left"):
+                await writer.write(record(sid="c"))  # nothing more is queued after a failure
         finally:
             writer._records.write = real  # type: ignore[method-assign]
             writer.abandon()
             cache.close()
 
     asyncio.run(go())
+    assert run.samples_path.read_text() == ""
 
 
 def test_a_run_over_long_records_writes_each_text_once_and_reads_back_whole(tmp_path: Path) -> None:
@@ -196,3 +205,20 @@ def test_a_run_over_long_records_writes_each_text_once_and_reads_back_whole(tmp_
     assert raw < 9 * len(rows[0]["input"])  # the old layout held each input twice per record
     summary = run_cli("summary", str(out))
     assert summary.returncode == 0 and "exact_match" in summary.stdout
+
+
+def test_an_answer_written_earlier_in_a_fresh_run_is_still_found(tmp_path: Path) -> None:
+    """A fresh run skips SQLite reads, but not for keys it has itself written (two samples with
+    the same prompt share one request)."""
+    run = _run_dir(tmp_path)
+
+    async def go() -> None:
+        cache = run.cache()
+        writer = RunWriter(run, cache)
+        writer.put("k", "generate", {"text": "z"})
+        writer.flush()
+        assert writer.get("k") == {"text": "z"} and writer.hits == 1
+        writer.close()
+        cache.close()
+
+    asyncio.run(go())

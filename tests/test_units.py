@@ -125,3 +125,37 @@ def test_cache_keys_and_persistence(tmp_path: Path) -> None:
     assert again.get(k0) == {"text": "é"} and again.get("missing") is None
     assert (again.hits, again.misses, len(again)) == (1, 1, 1)
     assert again._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _key_as_written_before(kind: str, model: object, settings: object, prompt: object, repeat: int) -> str:
+    """request_key as it was before orjson wrote the prompt: caches from then must still match."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(
+        {"kind": kind, "model": model, "settings": settings, "prompt": prompt, "repeat": repeat},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    )  # fmt: skip
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": 'Dose?\n\t"5 mg" \\ é 漢 \u2028 \x00 \x7f 🫀'},
+        ],
+        "Answer: yes",
+        [{"content": "x", "role": "user", "name": "dr"}],
+        [],
+        {"odd": [1, 2.5, 1e-07, None, True]},  # not text: the json path, floats spelled as before
+        [{"role": "user", "content": "x", "weight": 0.5}],
+    ],
+)
+def test_request_keys_are_the_same_as_before_the_faster_canonical_form(prompt: object) -> None:
+    model = {"backend": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "n": 1e-07}
+    settings = {"temperature": 0.7, "max_tokens": 16, "stop": ["\n\n"], "top_p": 1.0, "seed": 0}
+    assert request_key("generate", model, settings, prompt, 3) == _key_as_written_before(
+        "generate", model, settings, prompt, 3
+    )

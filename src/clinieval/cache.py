@@ -45,14 +45,44 @@ _SQLITE_STORAGE = (
 
 
 def request_key(kind: str, model: JSON, settings: JSON, prompt: Any, repeat: int) -> str:
-    """A stable hash of everything that decides a request's answer."""
-    canonical = json.dumps(
-        {"kind": kind, "model": model, "settings": settings, "prompt": prompt, "repeat": repeat},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
+    """A stable hash of everything that decides a request's answer.
+
+    The canonical form is ``json.dumps`` of the five fields with sorted keys, no spaces and
+    ``ensure_ascii=False``. The prompt, the long part, is written by orjson when it is text (a
+    string, or messages whose values are strings): for strings orjson writes exactly those bytes
+    (a test compares every code point), at a fraction of the cost; anything else, and the small
+    model and settings dicts (where float spelling could differ), go through ``json``, so every
+    key made before stays the same."""
+    canonical = b"".join(
+        (
+            b'{"kind":',
+            _canonical(kind),
+            b',"model":',
+            _canonical(model),
+            b',"prompt":',
+            orjson.dumps(prompt, option=orjson.OPT_SORT_KEYS) if _plain_text(prompt) else _canonical(prompt),
+            b',"repeat":',
+            _canonical(repeat),
+            b',"settings":',
+            _canonical(settings),
+            b"}",
+        )
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _plain_text(prompt: Any) -> bool:
+    """A string, or a list of string-to-string dicts (chat messages)."""
+    if isinstance(prompt, str):
+        return True
+    return isinstance(prompt, list) and all(
+        isinstance(m, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in m.items())
+        for m in prompt
+    )
 
 
 class RequestStore(Protocol):

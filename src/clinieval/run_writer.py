@@ -1,16 +1,18 @@
-"""Finished records and answered requests, written in batches.
+"""Finished records and answered requests, written in group commits.
 
 Writing each record and each cache entry on its own (a SQLite commit and a file flush per item)
-cost more CPU than the HTTP call against a fast server. Here they are gathered and written
-together: every :data:`FLUSH_INTERVAL_S` (the first finished item starts the clock) or once
-:data:`MAX_BATCH` items wait, one SQLite transaction holds the batch's cache entries, then the
-new long texts and the record lines are written with one call each and flushed to the OS.
+cost more CPU than the HTTP call against a fast server. Here a worker that finishes an item
+queues its record (and the answers it got) and waits; one write, scheduled for the event loop's
+next turn, commits every answer queued by then in one SQLite transaction and appends the new long
+texts and the record lines with one call each, then releases the waiting workers. At high rates
+many items finish in the same turn and share a commit; at low rates each is written at once.
 
-The durability promise stays the one the kill-loop test holds us to: a kill loses only work in
-flight, where "in flight" now also covers an item finished in the last 50 ms and not yet
-written. Order matters for it: cache entries are committed first and texts before the records
-that refer to them, so a kill between two writes leaves at worst an answer in the cache whose
-record is rebuilt from it on resume (no request), never a record without its text.
+Because a worker takes its next item only after its record is written, the durability promise
+is unchanged: a kill loses at most the items of the workers busy at that moment (the requests in
+flight, or a record in the one write under way), which the kill-loop test checks. Order matters
+too: answers are committed first and texts before the records that refer to them, so a kill
+between two writes leaves at worst an answer in the cache whose record is rebuilt from it on
+resume (no request), never a record without its text.
 """
 
 from __future__ import annotations
@@ -26,39 +28,30 @@ from clinieval.records import SampleRecord
 from clinieval.runs import RunDir
 from clinieval.types import JSON
 
-FLUSH_INTERVAL_S = 0.05
-MAX_BATCH = 1000
-
 
 class RunWriter:
     """The request store and results writer of one run (see the module docstring).
 
     As a request store (``get``/``put``) it answers from its pending batch first, then from the
-    cache; a cache that was empty when the run started is not asked at all, which spares a
-    fresh run one SQLite read per request."""
+    cache; when the cache was empty as the run started, only keys this run has written are
+    looked up there, which spares a fresh run one SQLite read per request."""
 
-    def __init__(
-        self,
-        run: RunDir,
-        cache: RequestCache,
-        *,
-        interval_s: float = FLUSH_INTERVAL_S,
-        max_batch: int = MAX_BATCH,
-    ) -> None:
+    def __init__(self, run: RunDir, cache: RequestCache) -> None:
         self.cache = cache
-        self.interval_s = interval_s
-        self.max_batch = max_batch
         self.hits = 0
+        self.written = 0
+        self.commits = 0
         self._table = run.text_table()
         self._texts = run.open_appender(run.texts_path)
         self._records = run.open_appender()
-        self._cache_empty = cache.is_empty()
+        self._fresh = cache.is_empty()
+        self._written_keys: set[str] = set()
         self._entries: dict[str, tuple[str, JSON]] = {}
         self._text_lines: list[bytes] = []
         self._record_lines: list[bytes] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._waiting: list[asyncio.Future[None]] = []
+        self._scheduled = False
         self._failure: BaseException | None = None
-        self.written = 0
 
     # --- the request store ---------------------------------------------------------------------
 
@@ -67,7 +60,7 @@ class RunWriter:
         if pending is not None:
             self.hits += 1
             return pending[1]
-        if self._cache_empty:
+        if self._fresh and key not in self._written_keys:
             return None
         value = self.cache.get(key)
         self.hits += value is not None
@@ -75,48 +68,59 @@ class RunWriter:
 
     def put(self, key: str, kind: str, value: JSON) -> None:
         self._entries[key] = (kind, value)
-        self._due()
+        self._schedule()
 
     # --- records ---------------------------------------------------------------------------------
 
-    def append(self, record: SampleRecord) -> None:
-        """Queue a finished record; it reaches the disk within ``interval_s``."""
+    async def write(self, record: SampleRecord) -> None:
+        """Queue a finished record and return once it (and every answer queued before it) is
+        written; raise what the write raised (a full disk, named)."""
         encoded, new = self._table.encode(record.to_dict())
         self._text_lines.extend(orjson.dumps({"id": tid, "text": text}) + b"\n" for tid, text in new)
         self._record_lines.append(orjson.dumps(encoded) + b"\n")
-        self._due()
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append(done)
+        self._schedule()
+        await done
 
-    def _due(self) -> None:
+    def _schedule(self) -> None:
         if self._failure is not None:
             raise self._failure
-        if len(self._record_lines) + len(self._entries) >= self.max_batch:
-            self.flush()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.interval_s, self._on_timer)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._commit)
 
-    def _on_timer(self) -> None:
-        self._timer = None
+    def _commit(self) -> None:
+        self._scheduled = False
+        waiting, self._waiting = self._waiting, []
         try:
             self.flush()
-        except BaseException as e:  # raised by the next put/append or by close(), in a worker
+        except BaseException as e:
             self._failure = e
+            for done in waiting:
+                if not done.done():
+                    done.set_exception(e)
+                    done.exception()  # retrieved here: a cancelled worker's copy is not "lost"
+            return
+        for done in waiting:
+            if not done.done():
+                done.set_result(None)
 
     def flush(self) -> None:
         """Write everything pending: cache entries, then texts, then records."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if self._entries:
             entries, self._entries = self._entries, {}
             self.cache.put_many((key, kind, value) for key, (kind, value) in entries.items())
-            self._cache_empty = False
+            if self._fresh:
+                self._written_keys.update(entries)
         _write(self._texts, self._text_lines)
         count = len(self._record_lines)
         _write(self._records, self._record_lines)
         self.written += count
+        self.commits += 1
 
     def close(self) -> None:
-        """Write what is pending and close the files; re-raise a failed timed write."""
+        """Write what is pending and close the files; re-raise a failed write."""
         try:
             if self._failure is None:
                 self.flush()
@@ -128,9 +132,6 @@ class RunWriter:
 
     def abandon(self) -> None:
         """Close without writing what is pending (the run failed: nothing more is written)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         self._texts.close()
         self._records.close()
 

@@ -2,8 +2,8 @@
 
 A pool of workers (as many as the model can usefully take in flight) pulls (sample, repeat)
 pairs from a queue; every model request goes through the run's request cache; finished records
-and answers are written in batches every 50 ms (clinieval.run_writer), so a kill at any moment
-loses at most the requests that were in flight and what finished in the last 50 ms.
+and answers are written in group commits (clinieval.run_writer), and a worker moves on only once
+its record is written, so a kill at any moment loses at most the requests that were in flight.
 
 Who evaluates the items is an :class:`Executor`: this process (:class:`LocalExecutor`), or
 workers elsewhere (clinieval.distributed) that send back records and answers for this process
@@ -346,9 +346,9 @@ async def execute(
     try:
         writer = RunWriter(run, cache)
 
-        def finish(record: SampleRecord) -> None:
+        async def finish(record: SampleRecord) -> None:
             assert writer is not None
-            writer.append(record)
+            await writer.write(record)
             bar.advance()
 
         with bar:
@@ -378,7 +378,8 @@ async def execute(
 
 
 class Executor(Protocol):
-    """Evaluates pending (sample, repeat) items and hands each finished record to ``finish``.
+    """Evaluates pending (sample, repeat) items and hands each finished record to ``finish``,
+    awaiting it (it returns once the record is written) before taking on more work.
 
     Every model request goes through ``store`` (look up before asking, keep what was answered):
     an executor whose work runs elsewhere brings the answers back and puts them there, because
@@ -391,7 +392,7 @@ class Executor(Protocol):
         store: RequestStore,
         items: Sequence[tuple[Sample, int]],
         n_workers: int,
-        finish: Callable[[SampleRecord], None],
+        finish: Callable[[SampleRecord], Awaitable[None]],
     ) -> int:
         """Evaluate ``items``, at most ``n_workers`` at a time; return the model requests made."""
         ...
@@ -407,12 +408,12 @@ class LocalExecutor:
         store: RequestStore,
         items: Sequence[tuple[Sample, int]],
         n_workers: int,
-        finish: Callable[[SampleRecord], None],
+        finish: Callable[[SampleRecord], Awaitable[None]],
     ) -> int:
         calls = CachedCalls(model, store)
 
         async def one(item: tuple[Sample, int]) -> None:
-            finish(await evaluate_item(task, calls, *item))
+            await finish(await evaluate_item(task, calls, *item))
 
         await run_each(items, n_workers, one)
         return calls.requests
