@@ -149,13 +149,34 @@ def _key_as_written_before(kind: str, model: object, settings: object, prompt: o
         "Answer: yes",
         [{"content": "x", "role": "user", "name": "dr"}],
         [],
-        {"odd": [1, 2.5, 1e-07, None, True]},  # not text: the json path, floats spelled as before
-        [{"role": "user", "content": "x", "weight": 0.5}],
+        {"odd": [1, 2.5, 1e-07, None, True]},  # 1e-07: json spells it so, orjson 1e-7
+        [{"role": "user", "content": "x", "weight": 0.5, "n": 2**70, "big": 1e300, "nan": float("nan")}],
+        ("a", "tuple"),  # not JSON's own type: json writes a list
     ],
 )
 def test_request_keys_are_the_same_as_before_the_faster_canonical_form(prompt: object) -> None:
+    """The cache keys on disk must keep matching: every value orjson writes must be the bytes
+    json wrote, and anything else must still go through json."""
     model = {"backend": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "n": 1e-07}
-    settings = {"temperature": 0.7, "max_tokens": 16, "stop": ["\n\n"], "top_p": 1.0, "seed": 0}
+    settings = {"temperature": 0.7, "max_tokens": 16, "stop": ["\n\n"], "top_p": 1.0, "seed": 0, "m": -0.0}
     assert request_key("generate", model, settings, prompt, 3) == _key_as_written_before(
         "generate", model, settings, prompt, 3
     )
+
+
+def test_floats_orjson_writes_for_request_keys_are_spelled_as_json_spells_them() -> None:
+    import json
+    import random
+    import struct
+
+    import orjson
+
+    from clinieval.cache import _same_in_orjson
+
+    rng = random.Random(17)
+    floats = [rng.random() * 10 ** rng.uniform(-4, 15) for _ in range(100_000)]
+    floats += [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(100_000)]
+    floats += [0.0, -0.0, 1e-4, 1e15, 9.999999999999999e14, 1e-07, 1e16, 0.1 + 0.2]
+    taken = [x for x in floats if _same_in_orjson(x)]
+    assert len(taken) > 100_000 and 1e-07 not in taken and 1e16 not in taken
+    assert [orjson.dumps(x) for x in taken] == [json.dumps(x).encode() for x in taken]
