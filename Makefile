@@ -78,8 +78,9 @@ test: install
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
-# Both benchmarks against a local llama.cpp server (see docs/benchmarks.md); `make bench BENCH_N=10`
-# for a quick run. lm-eval gets its own virtualenv so it can never disturb clinieval's.
+# The client-throughput benchmark (an instant stub server; clinieval vs a bare aiohttp client, lm-eval and
+# inspect_ai), then the two against a local llama.cpp server (see docs/benchmarks.md); `make bench BENCH_N=10`
+# for a quick run of those. The peer tools get their own virtualenvs so they can never disturb clinieval's.
 bench: install
 	test -f bench/.venv-lmeval/.installed || { \
 	  $(PYTHON) -m venv bench/.venv-lmeval && \
@@ -87,8 +88,14 @@ bench: install
 	  bench/.venv-lmeval/bin/pip install --quiet torch==2.13.0 && \
 	  bench/.venv-lmeval/bin/pip install --quiet "lm-eval[api]==0.4.13" && \
 	  touch bench/.venv-lmeval/.installed; }
+	test -f bench/.venv-inspect/.installed || { \
+	  $(PYTHON) -m venv bench/.venv-inspect && \
+	  bench/.venv-inspect/bin/pip install --quiet --upgrade pip wheel setuptools && \
+	  bench/.venv-inspect/bin/pip install --quiet inspect_ai==0.3.285 openai && \
+	  touch bench/.venv-inspect/.installed; }
+	$(BIN)/python bench/client_throughput.py --sizes 2000 20000 --concurrency 32
 	$(BIN)/python bench/harness_overhead.py --n $(or $(BENCH_N),40) --concurrency $(or $(BENCH_CONCURRENCY),4)
 	$(BIN)/python bench/vs_lm_eval.py --n $(or $(BENCH_N),40) --concurrency $(or $(BENCH_CONCURRENCY),4)
 
 clean:
-	rm -rf $(VENV) bench/.venv-lmeval bench/out runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) bench/.venv-lmeval bench/.venv-inspect bench/out runs .pytest_cache .mypy_cache .ruff_cache
