@@ -4,9 +4,14 @@
     llamacpp:/models/x.gguf                   any GGUF file (chat template used if it has one)
     openai:http://127.0.0.1:8080/v1@NAME      chat completions on an OpenAI-compatible server
     openai-completions:URL@NAME               raw completions (base models, log-likelihoods)
+    openai:URL1,URL2@NAME                     one model served by several servers (a pool)
+    openai:/path/endpoints.yaml               a pool listed in a file (model name inside it)
 
 Parsing is a plain ``match`` on the prefix: the backends are a closed, typed set, and each
-factory imports its heavy dependencies only when called.
+factory imports its heavy dependencies only when called. One URL builds a plain OpenAIModel, as it
+always has; a comma list or an endpoints file builds an EndpointPool (see models/pool.py and
+docs/endpoints.md). A pool's identity leaves the URLs out, so cached replies stay valid as servers
+come and go; a resumed run also needs the same spec string, which an endpoints file keeps.
 """
 
 from __future__ import annotations
@@ -15,9 +20,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clinieval.errors import UserError
 from clinieval.models.base import Model
+from clinieval.privacy import check_endpoint
+
+if TYPE_CHECKING:
+    from clinieval.models.pool import EndpointConfig, PoolApi
 
 EXAMPLES = (
     "llamacpp:smollm2-135m-instruct, llamacpp:/path/model.gguf, openai:http://127.0.0.1:8080/v1@model-name"
@@ -71,24 +81,102 @@ def parse_model_spec(spec: str, options: BackendOptions | None = None) -> Model:
         case "llamacpp":
             return _llamacpp(rest, opts)
         case "openai" | "openai-chat" | "openai-completions":
-            from clinieval.models.openai_http import OpenAIModel, RetryPolicy
-
-            url, model = _split_url_model(rest, spec)
-            return OpenAIModel(
-                url,
-                model,
-                api="completions" if prefix == "openai-completions" else "chat",
-                max_concurrency=opts.concurrency or 16,
-                timeout_s=opts.timeout_s,
-                retry=RetryPolicy(max_retries=opts.max_retries),
-                api_key=os.environ.get("CLINIEVAL_API_KEY"),
-                allow_hosts=opts.allow_hosts,
-            )
+            return _openai(prefix, rest, spec, opts)
         case _:
             raise UserError(
                 f"model spec {spec!r}: unknown backend {prefix!r}; use llamacpp, openai or "
                 f"openai-completions, e.g. {EXAMPLES}"
             )
+
+
+def _openai(prefix: str, rest: str, spec: str, opts: BackendOptions) -> Model:
+    """One server, a comma list of servers, or an endpoints file."""
+    from clinieval.models.openai_http import OpenAIModel, RetryPolicy
+    from clinieval.models.pool import is_endpoints_file
+
+    if is_endpoints_file(rest):
+        return _pool_from_file(prefix, rest, spec, opts)
+    url, model = _split_url_model(rest, spec)
+    if is_endpoints_file(url):
+        raise UserError(
+            f"model spec {spec!r}: the model name goes in the endpoints file (model: {model}); "
+            f"write {prefix}:{url}"
+        )
+    if "," in url:
+        return _pool_from_list(prefix, url, model, spec, opts)
+    return OpenAIModel(
+        url,
+        model,
+        api="completions" if prefix == "openai-completions" else "chat",
+        max_concurrency=opts.concurrency or 16,
+        timeout_s=opts.timeout_s,
+        retry=RetryPolicy(max_retries=opts.max_retries),
+        api_key=os.environ.get("CLINIEVAL_API_KEY"),
+        allow_hosts=opts.allow_hosts,
+    )
+
+
+def _pool_from_list(prefix: str, urls: str, model: str, spec: str, opts: BackendOptions) -> Model:
+    from clinieval.models.pool import EndpointConfig
+
+    listed = [u.strip() for u in urls.split(",")]
+    if not all(listed):
+        raise UserError(f"model spec {spec!r}: an empty URL in the comma-separated list")
+    seen: set[str] = set()
+    for url in listed:
+        if url.rstrip("/") in seen:
+            raise UserError(f"model spec {spec!r}: {url} is listed twice")
+        seen.add(url.rstrip("/"))
+        try:  # here, so the error names the spec as well as the URL at fault
+            check_endpoint(url, opts.allow_hosts)
+        except UserError as e:
+            raise UserError(f"model spec {spec!r}: {e}") from None
+    return _pool(model, [EndpointConfig(u) for u in listed], _prefix_api(prefix) or "chat", opts)
+
+
+def _prefix_api(prefix: str) -> PoolApi | None:
+    """The API a prefix insists on; None for plain ``openai:``, which lets an endpoints file say."""
+    match prefix:
+        case "openai-chat":
+            return "chat"
+        case "openai-completions":
+            return "completions"
+    return None
+
+
+def _pool_from_file(prefix: str, target: str, spec: str, opts: BackendOptions) -> Model:
+    from clinieval.models.pool import read_endpoints_file
+
+    try:
+        path = Path(target).expanduser()
+    except RuntimeError:  # "~name/..." for a user this system does not know
+        raise UserError(f"model spec {spec!r}: cannot expand {target.split(os.sep)[0]!r}") from None
+    if not path.exists():
+        raise UserError(f"model spec {spec!r}: no endpoints file at {path}")
+    config = read_endpoints_file(path, opts.allow_hosts)
+    wanted = _prefix_api(prefix)
+    if wanted is not None and config.api is not None and config.api != wanted:
+        raise UserError(
+            f"model spec {spec!r}: {path} says api: {config.api}, but {prefix}: asks for {wanted}; "
+            f"write openai:{target} to let the file decide"
+        )
+    return _pool(config.model, config.endpoints, wanted or config.api or "chat", opts)
+
+
+def _pool(model: str, endpoints: Sequence[EndpointConfig], api: PoolApi, opts: BackendOptions) -> Model:
+    from clinieval.models.openai_http import RetryPolicy
+    from clinieval.models.pool import EndpointPool
+
+    return EndpointPool(
+        model,
+        endpoints,
+        api=api,
+        default_concurrency=opts.concurrency or 16,
+        timeout_s=opts.timeout_s,
+        retry=RetryPolicy(max_retries=opts.max_retries),
+        api_key=os.environ.get("CLINIEVAL_API_KEY"),
+        allow_hosts=opts.allow_hosts,
+    )
 
 
 def _llamacpp(target: str, opts: BackendOptions) -> Model:
