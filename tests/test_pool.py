@@ -331,6 +331,10 @@ def test_a_server_that_dies_mid_run_loses_and_repeats_nothing(tmp_path: Path) ->
     assert len(answered_a) + len(answered_b) == n  # each prompt answered once, by one server
     assert set(a.log.received) - set(answered_a) <= set(answered_b)  # the held ones moved to b
     assert f"{a.url} left the pool after a connection failure" in proc.stderr
+    stats = json.loads((out / "summary.json").read_text())["run"]["endpoints"]
+    by_url = {e["url"]: e for e in stats["endpoints"]}
+    assert by_url[b.url]["requests"] == len(answered_b) and by_url[b.url]["healthy"]
+    assert stats["failovers"] >= held  # every held request was re-sent to b
 
 
 def test_servers_in_an_endpoints_file_may_change_between_resumes(tmp_path: Path) -> None:

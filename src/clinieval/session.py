@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
+from clinieval.models.pool import EndpointPool
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import Executor, RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
@@ -106,12 +107,15 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     records = [r for r in run.records() if r.sample.id in wanted and r.repeat < req.repeats]
     summaries = summarize(records, [s.name for s in req.task.scorers])
     left = sum(1 for r in records if r.transient_failure)
-    run_info = {
+    run_info: JSON = {
         "retried": stats.retried,
         "transient_failures_left": left,
         "changed": stats.changed,
         "removed": stats.removed,
     }
+    if isinstance(req.model, EndpointPool):
+        # which server answered how much, and what was re-sent (URLs and counts, no patient text)
+        run_info["endpoints"] = req.model.stats()
     atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries], "run": run_info})
     # complete only when every item has a record and none of them waits to be asked again
     complete = len(records) == len(samples) * req.repeats and left == 0
