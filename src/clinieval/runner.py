@@ -19,7 +19,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from clinieval.cache import RequestStore, request_key
@@ -49,6 +49,10 @@ class RunStats:
     """Items asked again because their sample changed since they were recorded (--rerun-changed)."""
     removed: int = 0
     """Recorded samples no longer in the data: kept in the file, left out of every summary."""
+    records: list[SampleRecord] = field(default_factory=list)
+    """The latest record of every (sample, repeat) in the run folder after this pass, in
+    first-seen order, as :meth:`RunDir.records` would read them back (kept, so the summary does
+    not read and decode the whole results file again)."""
 
     @property
     def items_per_s(self) -> float:
@@ -349,6 +353,7 @@ async def execute(
         async def finish(record: SampleRecord) -> None:
             assert writer is not None
             await writer.write(record)
+            latest[record.key] = record
             bar.advance()
 
         with bar:
@@ -374,6 +379,7 @@ async def execute(
         cache_hits=writer.hits,
         requests=requests,
         elapsed_s=time.perf_counter() - start,
+        records=list(latest.values()),
     )
 
 

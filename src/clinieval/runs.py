@@ -43,7 +43,7 @@ CACHE = "cache.sqlite"
 SUMMARY = "summary.json"
 SCORES = "scores"
 
-_TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "aiohttp", "numpy", "typer", "rich")
+_TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "orjson", "numpy", "typer", "rich")
 
 
 def package_versions() -> dict[str, str]:

@@ -104,7 +104,7 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     finally:
         await req.model.aclose()
     wanted = {s.id for s in samples}
-    records = [r for r in run.records() if r.sample.id in wanted and r.repeat < req.repeats]
+    records = [r for r in stats.records if r.sample.id in wanted and r.repeat < req.repeats]
     summaries = summarize(records, [s.name for s in req.task.scorers])
     left = sum(1 for r in records if r.transient_failure)
     run_info: JSON = {
