@@ -49,10 +49,12 @@ class RunStats:
     """Items asked again because their sample changed since they were recorded (--rerun-changed)."""
     removed: int = 0
     """Recorded samples no longer in the data: kept in the file, left out of every summary."""
-    records: list[SampleRecord] = field(default_factory=list)
+    records: list[SampleRecord] = field(default_factory=list, repr=False)
     """The latest record of every (sample, repeat) in the run folder after this pass, in
     first-seen order, as :meth:`RunDir.records` would read them back (kept, so the summary does
-    not read and decode the whole results file again)."""
+    not read and decode the whole results file again). Left out of ``repr``: Python 3.11's
+    ``asyncio.run`` formats its main task's result (through the SIGINT handler's repr) when it
+    finishes, which for 10,000 records took a second."""
 
     @property
     def items_per_s(self) -> float:
