@@ -58,7 +58,7 @@ def request_key(kind: str, model: JSON, settings: JSON, prompt: Any, repeat: int
             b'{"kind":',
             _canonical(kind),
             b',"model":',
-            _canonical(model),
+            _remembered(model),
             b',"prompt":',
             _canonical(prompt),
             b',"repeat":',
@@ -69,6 +69,24 @@ def request_key(kind: str, model: JSON, settings: JSON, prompt: Any, repeat: int
         )
     )
     return hashlib.sha256(canonical).hexdigest()
+
+
+_SEEN: dict[int, tuple[Any, bytes]] = {}
+
+
+def _remembered(value: Any) -> bytes:
+    """``_canonical`` of a model identity, remembered per object: a run asks with the same
+    identity dict thousands of times (CachedCalls reads it once). Held by reference, so an id is
+    never reused while remembered; an identity is never changed once made (settings dicts, which
+    callers build and may change, are not remembered)."""
+    seen = _SEEN.get(id(value))
+    if seen is not None and seen[0] is value:
+        return seen[1]
+    if len(_SEEN) >= 256:
+        _SEEN.clear()
+    text = _canonical(value)
+    _SEEN[id(value)] = (value, text)
+    return text
 
 
 def _canonical(value: Any) -> bytes:

@@ -66,13 +66,14 @@ class CachedCalls:
 
     def __init__(self, model: Model, cache: RequestStore) -> None:
         self.model = model
+        self.identity = model.identity  # read once: backends build it afresh on every access
         self.cache = cache
         self.requests = 0
 
     async def through(
         self, kind: str, settings: JSON, prompt: Any, repeat: int, call: Callable[[], Awaitable[JSON]]
     ) -> JSON:
-        key = request_key(kind, self.model.identity, settings, prompt, repeat)
+        key = request_key(kind, self.identity, settings, prompt, repeat)
         hit = self.cache.get(key)
         if hit is not None:
             return hit
