@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(BIN)/pip install --quiet PyFastNER==1.0.10 quicksectx==0.4.1 pysbd==0.3.4 jsonschema==4.26.0 \
 	  Unidecode==1.4.0 nltk==3.10.4 medspacy_unqlite==0.9.8 pysimstring==1.3.0 six==1.17.0 loguru==0.7.3 \
 	  Cython==3.1.8
-	$(BIN)/pip install --quiet -e ".[embedding,medeval,train,review,dev]"
+	$(BIN)/pip install --quiet -e ".[embedding,medeval,train,review,ray,dev]"
 	# METEOR needs WordNet: Debian's files, laid out for NLTK (with the lexnames file it lacks).
 	test -f /usr/share/wordnet/data.noun -a -f /usr/share/wordnet/index.sense || \
 	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q wordnet-base wordnet-sense-index >/dev/null'

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("context",),
     ("analysis",),
     # execution: run directories, the request cache, the runner, summaries, re-scoring
-    ("cache", "runs", "run_writer", "runner", "summary", "session", "rescore"),
+    ("cache", "runs", "run_writer", "runner", "distributed", "summary", "session", "rescore"),
     ("judge",),
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site

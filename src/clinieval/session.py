@@ -82,7 +82,10 @@ async def run_evaluation(req: RunRequest) -> RunResult:
         if req.limit is not None:
             samples = samples[: req.limit]
         req.task.check_samples(samples)
-        await req.model.check()
+        if req.executor is None:
+            # another executor checks each worker's own endpoint as it starts (RayExecutor does),
+            # so the driver machine of a cluster run needs no model server of its own
+            await req.model.check()
         spec = run_spec(req)
         path = req.out or req.default_out(fingerprint(spec))
         manifest = build_manifest(spec, req.task.data_files)

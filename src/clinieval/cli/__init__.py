@@ -127,9 +127,21 @@ def run(
     ] = False,
     progress: ShowProgress = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    executor: Annotated[
+        str,
+        typer.Option(help="who evaluates: local (this process) or ray (Ray workers; docs/distributed.md)"),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="with --executor ray: the cluster to join, HEAD:6379 (default: a local Ray)"),
+    ] = None,
+    ray_workers: Annotated[
+        int | None, typer.Option(min=1, help="with --executor ray: how many workers (default: one per node)")
+    ] = None,
 ) -> None:
     """Evaluate MODEL on TASK; re-running the same command resumes where it stopped."""
     _setup_logging(verbose)
+    from clinieval.distributed import TaskRecipe, WorkerJob, open_executor
     from clinieval.session import RunRequest, run_evaluation
 
     scorers = _pick_scorers(scorer)
@@ -144,21 +156,35 @@ def run(
     )
     options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     the_model = parse_model_spec(model, options)
-    request = RunRequest(
-        task=the_task,
-        model=the_model,
-        model_spec=model,
-        out=out,
-        limit=limit,
-        shuffle=shuffle,
-        repeats=repeats,
-        concurrency=concurrency,
-        overwrite=overwrite,
-        progress=progress,
-        rerun_changed=rerun_changed,
-        default_out=lambda fp: Path("runs") / f"{slug(the_task.name)}-{slug(the_model.name)}-{fp[:8]}",
+    # Ray workers rebuild the task from its command-line recipe and the model from its spec.
+    recipe = TaskRecipe.of(
+        task,
+        data,
+        split,
+        scorer,
+        (tokenizer, max_context),
+        the_task.generation,
+        build=_build_task,
+        pick_scorers=_pick_scorers,
     )
-    result = asyncio.run(run_evaluation(request))
+    job = WorkerJob(recipe, model, options)
+    with open_executor(executor, job, ray_address=ray_address, ray_workers=ray_workers) as chosen:
+        request = RunRequest(
+            task=the_task,
+            model=the_model,
+            model_spec=model,
+            out=out,
+            limit=limit,
+            shuffle=shuffle,
+            repeats=repeats,
+            concurrency=concurrency,
+            overwrite=overwrite,
+            progress=progress,
+            rerun_changed=rerun_changed,
+            executor=chosen,
+            default_out=lambda fp: Path("runs") / f"{slug(the_task.name)}-{slug(the_model.name)}-{fp[:8]}",
+        )
+        result = asyncio.run(run_evaluation(request))
     _print_result(result.run_path, result.summaries, result.stats_line)
     if model.startswith("llamacpp:") and "/" not in model:
         typer.echo(TINY_MODEL_NOTE.format(name=the_model.name), err=True)
