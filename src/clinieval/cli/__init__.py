@@ -95,7 +95,15 @@ def run(
     task: Annotated[
         str, typer.Argument(help="pubmedqa, medalign, ehrnoteqa, or a .jsonl file of your own samples")
     ],
-    model: Annotated[str, typer.Option("--model", "-m", help="model spec")] = DEFAULT_MODEL,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="model spec: llamacpp:NAME|FILE.gguf, openai:URL@NAME, openai:URL1,URL2@NAME (a pool), "
+            "openai:ENDPOINTS.yaml",
+        ),
+    ] = DEFAULT_MODEL,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N samples")] = None,
     shuffle: Annotated[int | None, typer.Option(help="shuffle samples with this seed before --limit")] = None,
     out: Annotated[Path | None, typer.Option(help="run directory (default: runs/TASK-MODEL-HASH)")] = None,
