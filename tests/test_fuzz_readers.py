@@ -1320,6 +1320,7 @@ KEY_CSV = (
     "i2,p1,random,,,1\n"
     "i2,p3,random,,,2\n"
 )
+HUGE_RANK_KEY_CSV = KEY_CSV.replace(",1,7.5,", f",{'9' * 4400},7.5,")
 RELEVANCE_CSV = (
     "instruction_id,question,patient_characteristics,clinical_context,candidate,ehr,relevant\n"
     'i1,"What is the latest A1c, and is it rising?",adult,clinic,1,p3,0\n'
@@ -1367,6 +1368,7 @@ def test_fuzz_medalign_relevance_review(tmp_path: Path) -> None:
         st.sampled_from([None, None, None, 1]),  # larger: an option error, not the files'
     )
     @example(RELEVANCE_CSV.encode(), KEY_CSV.replace(",1,7.5,", ",²,7.5,").encode(), 1, True, None)
+    @example(RELEVANCE_CSV.encode(), HUGE_RANK_KEY_CSV.encode(), 1, False, None)  # int() refuses 4,400 digits
     @example(RELEVANCE_CSV.encode(), b'"instruction\nid",ehr\ni1,p1\n', 1, False, None)  # two-line error
     def case(review_data: bytes, key_data: bytes, which: int, allow_unjudged: bool, k: int | None) -> None:
         # one file edited, the other valid (both edited one time in five)

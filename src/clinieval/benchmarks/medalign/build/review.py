@@ -179,8 +179,10 @@ def _rank(table: CsvTable, row: CsvRow, column: str) -> int | None:
     text = row.cells[column].strip()
     if not text:
         return None
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # isdigit alone takes '²'
-        raise UserError(f"{table.at(row, column)}: {text!r} is not a rank (1, 2, ...) or empty")
+    # isdigit alone takes '²'; over 18 digits is no rank (and over 4,300 int() refuses outright)
+    if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < 1:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise UserError(f"{table.at(row, column)}: {shown!r} is not a rank (1, 2, ...) or empty")
     return int(text)
 
 
