@@ -12,6 +12,7 @@ import pytest
 from clinieval.benchmarks.medalign.synth import build_synthetic_set
 from clinieval.benchmarks.medalign.task import GENERATION, MedAlignSettings, StrategyOptions, run_strategy_arm
 from clinieval.models.spec import BackendOptions
+from clinieval.runs import RunDir
 from clinieval.types import GenerationConfig, Sample
 from tests.conftest import need_shared, run_cli
 
@@ -37,7 +38,8 @@ def arms(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _records(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
+    """The run's records as dicts, long texts put back (samples.jsonl refers to texts.jsonl)."""
+    return [r.to_dict() for r in RunDir(path).records()]
 
 
 @pytest.mark.slow
