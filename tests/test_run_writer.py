@@ -231,3 +231,38 @@ def test_the_records_a_run_holds_stay_out_of_its_stats_repr() -> None:
 
     stats = RunStats(1, 0, 1, 0, 0, 1, 0.1, records=[record()] * 1000)
     assert "records" not in repr(stats) and len(repr(stats)) < 300
+
+
+def test_after_a_refused_write_closing_reports_the_named_error_not_a_second_nameless_one(
+    tmp_path: Path,
+) -> None:
+    """A file object can keep part of a refused write in its buffer and raise again, without a
+    file name, when closed; CI's full-disk test then printed "cannot write a file"."""
+    run = _run_dir(tmp_path)
+
+    class Refusing:
+        name = str(run.samples_path)
+
+        def write(self, data: str) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def flush(self) -> None: ...
+
+        def close(self) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # no file name
+
+    async def go() -> None:
+        cache = run.cache()
+        writer = RunWriter(run, cache)
+        writer._records.close()
+        writer._records = Refusing()  # type: ignore[assignment]
+        try:
+            with pytest.raises(OSError) as first:
+                await writer.write(record())
+            with pytest.raises(OSError) as closing:
+                writer.close()
+            assert str(run.samples_path) in str(first.value) and closing.value is first.value
+        finally:
+            cache.close()
+
+    asyncio.run(go())

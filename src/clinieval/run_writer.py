@@ -18,6 +18,7 @@ resume (no request), never a record without its text.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import IO
 
 import orjson
@@ -121,19 +122,29 @@ class RunWriter:
 
     def close(self) -> None:
         """Write what is pending and close the files; re-raise a failed write."""
-        try:
-            if self._failure is None:
-                self.flush()
-        finally:
-            self._texts.close()
-            self._records.close()
         if self._failure is not None:
+            self.abandon()
             raise self._failure
+        try:
+            self.flush()
+        except BaseException:
+            self.abandon()
+            raise
+        for f in (self._texts, self._records):
+            try:
+                f.close()
+            except OSError as e:
+                raise_named(e, f.name)
 
     def abandon(self) -> None:
-        """Close without writing what is pending (the run failed: nothing more is written)."""
-        self._texts.close()
-        self._records.close()
+        """Close without writing what is pending (the run failed: nothing more is written).
+
+        Closing quietly matters: after a write the disk refused, a file object may still hold
+        part of it in its buffer, and closing would try again and raise a second, nameless
+        error in place of the first, which names the file."""
+        for f in (self._texts, self._records):
+            with contextlib.suppress(OSError):
+                f.close()
 
 
 def _write(f: IO[str], lines: list[bytes]) -> None:
