@@ -29,6 +29,13 @@ DEMO_MAX_TOKENS = 256
 """Shorter than the judge's default 512: the tiny judges otherwise write on to the limit, doubling
 the demo's time without changing what it shows. Recorded in each judge's cache key."""
 
+DEMO_STOP = ("[Patient Question]",)
+"""Where a reply that has given its verdict starts inventing the next item: Gemma-3-270M, a base
+model after the worked example, writes its ``Score:`` line and then a new ``[Patient Question]``
+section on to the token limit (all 24 of its replies in the 12-item demo). Stopping there halves
+its decoding; every score, rationale and lookup is read from the text before it, so the parsed
+verdicts are the same (checked on those 48 replies). Recorded in each judge's cache key."""
+
 
 @dataclass(frozen=True, slots=True)
 class DemoPlan:
@@ -81,7 +88,7 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
     judge_plan = JudgePlan(
         repeats=plan.repeats,
         seed=plan.seed,
-        generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=DEMO_MAX_TOKENS),
+        generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=DEMO_MAX_TOKENS, stop=DEMO_STOP),
         kb=kb,
         progress=plan.progress,
         # untrained tiny judges almost never write the score line without the worked example

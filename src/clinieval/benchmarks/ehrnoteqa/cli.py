@@ -197,7 +197,7 @@ def analyze(
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="folder for the synthetic set, the arms and the report")],
-    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 8,
+    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 5,
     per_patient: Annotated[int, typer.Option(min=1, help="questions per patient")] = 2,
     seed: Annotated[int, typer.Option(help="seed of the synthetic set")] = 0,
     model: Annotated[

@@ -6,6 +6,12 @@ loader, both embedded models answer in both formats, the tiny embedded judge jud
 five times, and the analysis writes the report. The tiny models exercise the machinery with real
 text; their scores, and above all the tiny judge's verdicts, say nothing about clinical ability,
 and the report says so.
+
+Sized to finish in a few minutes on a 2-core machine: 5 patients x 2 questions (both levels), with
+a quarter of the patients' summaries in long mode (one Level-2 patient, 4,100 tokens of notes).
+Reading the notes is most of the cost (three passes: each model's arms, then the free-text judge),
+so the set cuts the notes: 8,200 SmolLM2 tokens against 22,200 for the earlier 8 patients x 2
+questions at half long mode. ``--patients`` and ``--per-patient`` scale it up.
 """
 
 from __future__ import annotations
@@ -25,8 +31,11 @@ DEMO_N_CTX = 8192
 @dataclass(frozen=True, slots=True)
 class DemoPlan:
     out: Path
-    patients: int = 8
+    patients: int = 5
     per_patient: int = 2
+    long_fraction: float = 0.25
+    """Share of patients whose summaries get long-mode sections (the builder's default is 0.5):
+    one Level-2 patient (4,100 tokens of notes) among the five."""
     seed: int = 0
     models: tuple[str, ...] = DEMO_MODELS
     judge: str = DEFAULT_MODEL
@@ -51,7 +60,12 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     data = plan.out / "data"
     # deterministic: a rerun rewrites identical files, so the arms below resume
     built = build_synthetic_set(
-        data, patients=plan.patients, seed=plan.seed, per_patient=plan.per_patient, overwrite=True
+        data,
+        patients=plan.patients,
+        seed=plan.seed,
+        per_patient=plan.per_patient,
+        long_fraction=plan.long_fraction,
+        overwrite=True,
     )
     loaded = load_folder(data)
     lines = [f"synthetic set: {built.describe()}", f"loaded: {loaded.describe()}"]

@@ -391,7 +391,7 @@ def demo(
     out: Annotated[Path, typer.Option(help="folder for the data, the arms and the report")] = Path(
         "runs/medalign-demo"
     ),
-    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 4,
+    patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 2,
     per_patient: Annotated[int, typer.Option(min=1, help="instructions per patient")] = 1,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="model spec (repeatable)")] = None,
     strategy: Annotated[list[str] | None, typer.Option(help="context strategy (repeatable)")] = None,
@@ -400,7 +400,7 @@ def demo(
     public: Annotated[
         int,
         typer.Option(min=0, help="also answer N of the 62 public instructions over the public sample EHR"),
-    ] = 4,
+    ] = 2,
     judge_model: Annotated[
         str | None, typer.Option("--judge", help="judge the answers with this model")
     ] = None,

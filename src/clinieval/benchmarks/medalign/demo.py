@@ -10,6 +10,12 @@ Steps, each resumable because each writes where the next run finds it:
    written to ``OUT/report``;
 5. optionally the first arm's model answering some of the 62 public MedAlign instructions over
    the public sample EHR (``OUT/public``): there is no gold for them, so they are for reading.
+
+Sized to finish in a few minutes on a 2-core machine: 2 synthetic patients (one instruction each)
+and 2 public instructions. Multi-step refinement reads a patient's whole record, 8 pieces of
+2,048 tokens for the long ones, so it is nearly all of the cost and grows with the records read:
+the earlier 4 patients meant 22 refinement calls per model, 2 patients mean 10.
+``--patients`` and ``--public`` scale it up.
 """
 
 from __future__ import annotations
@@ -31,13 +37,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class DemoPlan:
     out: Path
-    patients: int = 4
+    patients: int = 2
     per_patient: int = 1
     models: tuple[str, ...] = DEMO_MODELS
     strategies: tuple[str, ...] = ("keep-recent", "refine")
     n_ctx: int = 2048
     max_tokens: int = 96
-    public: int = 4
+    public: int = 2
     judge: str | None = None
     judge_repeats: int = 2
     progress: bool = True

@@ -250,7 +250,7 @@ def demo(
     model: Annotated[
         list[str] | None, typer.Option("--model", "-m", help="models under test (default: both embedded)")
     ] = None,
-    items: Annotated[int, typer.Option(min=1, help="test items per task and model")] = 10,
+    items: Annotated[int, typer.Option(min=1, help="test items per task and model")] = 6,
     seed: Annotated[int, typer.Option(help="seed of the corpus, the splits and the examples")] = 0,
     encoder_epochs: Annotated[int, typer.Option(min=1, help="epochs of the fine-tuned encoder")] = 2,
     progress: ShowProgress = True,
