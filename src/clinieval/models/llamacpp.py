@@ -17,13 +17,16 @@ log-likelihood request are all scored from them.
 
 Three things make it fast on a small, shared CPU machine, none of which changes an answer:
 
-* **OpenMP threads sleep instead of spinning.** The llama.cpp wheel is built with OpenMP, whose
-  default is to busy-wait at every barrier (hundreds per token). On a machine whose cores are also
-  busy with other work a spinning thread burns the time slice its partner needs: decoding 64
-  tokens with SmolLM2 took 38-193 s instead of 2.5-3.5 s in a measurement (docs/benchmarks.md).
-  Importing this module sets ``OMP_WAIT_POLICY=PASSIVE`` unless the environment already sets a
-  policy; it takes effect only if no OpenMP runtime is loaded yet (llama_cpp's, or torch's, which
-  llama_cpp then shares).
+* **OpenMP threads spin briefly, then sleep.** The llama.cpp wheel is built with OpenMP, whose
+  threads wait at every barrier (hundreds per token), by default spinning up to 300,000 times
+  first. On a machine whose cores are also busy with other work a spinning thread burns the time
+  slice its partner needs: decoding took 1.8-2.8x as long as with sleeping threads under 3-6
+  competing processes (``bench/omp_wait.py``), and 38-193 s instead of 2.5-3.5 s for 64 tokens in a
+  helper's measurement on a machine loaded 3-5. Sleeping at once (``OMP_WAIT_POLICY=PASSIVE``)
+  fixes that but costs 1.7x on a quiet machine; a spin of 20,000 (``GOMP_SPINCOUNT``) is as fast
+  as the default when quiet and as sleeping when busy. Importing this module sets it unless the
+  environment sets ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` itself; it takes effect only if no
+  OpenMP runtime is loaded yet (llama_cpp's, or torch's, which llama_cpp then shares).
 * **Saved prompt states** (:class:`PrefixStates`). Runs come back to a long prefix after other
   prompts: the free-text arm asks about the notes the multiple-choice arm read, a second judging
   pass re-reads the notes the first one read. Before a call throws away a long evaluated prefix,
@@ -67,8 +70,12 @@ from clinieval.types import (
     TokenLogprob,
 )
 
+OMP_SPIN_COUNT = "20000"
+"""Spins before an OpenMP thread sleeps at a barrier (libgomp's default: 300,000); see above."""
+
 # Before llama_cpp (or torch) loads the OpenMP runtime, which reads it once; see the module docstring.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = OMP_SPIN_COUNT
 
 STATE_BUDGET_ENV = "CLINIEVAL_LLAMACPP_STATE_MB"
 """Environment variable: MiB of saved prompt states kept in memory (0 turns saving off)."""
