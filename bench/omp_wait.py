@@ -1,15 +1,15 @@
 """How llama.cpp's OpenMP wait policy changes the embedded model's speed, quiet and under load.
 
 The llama.cpp wheel runs its threads with OpenMP, which waits at hundreds of barriers per token.
-clinieval sets ``OMP_WAIT_POLICY=PASSIVE`` (threads sleep at once) unless the user set a policy.
-This script times one embedded generation (a ~330-token prompt, 48 greedy tokens, SmolLM2) in a
-fresh child process per setting, first on the quiet machine, then with ``--busy`` CPU-bound
-processes competing for the cores, and prints the median of ``--rounds`` runs per cell and each
-setting's ratio against PASSIVE:
+clinieval sets ``GOMP_SPINCOUNT=20000`` (spin briefly, then sleep) unless the user set a policy or
+a spin count. This script times one embedded generation (a ~330-token prompt, 48 greedy tokens,
+SmolLM2) in a fresh child process per setting, first on the quiet machine, then with ``--busy``
+CPU-bound processes competing for the cores, and prints the median of ``--rounds`` runs per cell
+and each setting's ratio against PASSIVE:
 
-- ``PASSIVE``: what clinieval sets;
+- ``PASSIVE``: sleep at once;
 - ``unset``: libgomp's default (spin up to 300,000 times, then sleep);
-- ``GOMP_SPINCOUNT=20000`` and ``=5000``: a short spin, then sleep;
+- ``GOMP_SPINCOUNT=20000`` (what clinieval sets) and ``=5000``: a short spin, then sleep;
 - ``ACTIVE``: spin without end.
 
     .venv/bin/python bench/omp_wait.py --rounds 3 --busy 3
