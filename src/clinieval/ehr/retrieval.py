@@ -166,6 +166,21 @@ def _doc_json(d: Document, keep_text: bool) -> str:
     return json.dumps(row, ensure_ascii=False)
 
 
+def _token_ids(tokens: list[str], vocab: dict[str, int]) -> np.ndarray:
+    """A document's tokens as vocabulary ids (4 bytes each), adding new tokens to ``vocab``."""
+    return np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int32, count=len(tokens))
+
+
+class _TokenIds(list):  # type: ignore[type-arg]
+    """Every document's token ids as int32 arrays, handed to bm25s one document at a time as the
+    Python list it expects. bm25s takes ids with their vocabulary only as a (list, dict) pair, and
+    reads each document in a loop, so only one document is ever a list of Python ints."""
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for ids in super().__iter__():
+            yield ids.tolist()
+
+
 class BM25Index:
     """A BM25 (Okapi/Robertson) index over documents with ids; build, search, save, load.
 
@@ -202,18 +217,24 @@ class BM25Index:
         import bm25s
 
         kept: list[Document] = []
-        tokens: list[list[str]] = []
+        ids = _TokenIds()
+        vocab: dict[str, int] = {}
         seen: set[str] = set()
         for d in docs:
             if d.doc_id in seen:
                 raise UserError(f"duplicate document id {d.doc_id!r}: every document needs its own id")
             seen.add(d.doc_id)
-            tokens.append(tokenize(d.text, stopwords=stopwords))
+            ids.append(_token_ids(tokenize(d.text, stopwords=stopwords), vocab))
             kept.append(d if keep_text else Document(d.doc_id, "", d.start, d.meta))
         if not kept:
             raise UserError("nothing to index: the document list is empty")
         retriever = bm25s.BM25(k1=k1, b=b, method="robertson", idf_method="robertson", dtype="float64")
-        retriever.index(tokens, show_progress=False)
+        # token ids and their vocabulary rather than token lists: bm25s would hold every token as a
+        # string and again as an int (about 90 bytes a token, 18 GB for 100,000 long records).
+        # Documents without a single token get a vocabulary of the empty token (no query has it),
+        # since bm25s cannot add it to an empty one; their average length is then 0 / 0
+        with np.errstate(invalid="ignore" if not vocab else "warn"):
+            retriever.index((ids, vocab or {"": 0}), show_progress=False)
         return cls(retriever, kept, k1=k1, b=b, stopwords=stopwords, keep_text=keep_text)
 
     def __len__(self) -> int:
