@@ -16,7 +16,7 @@ no second token list kept beside the index's own (rank_bm25 and the token lists 
 3.2 GB peak at 10,000 records); the token count then comes from a streaming pass.
 
     .venv/bin/python bench/bm25.py --n 10000 --queries 100 --max-words 2000
-    .venv/bin/python bench/bm25.py --n 100000 --queries 100 --max-words 2000 --no-reference  # ~18 GB peak
+    .venv/bin/python bench/bm25.py --n 100000 --queries 100 --max-words 2000 --no-reference  # ~3.5 GB peak
 """
 
 from __future__ import annotations
