@@ -22,6 +22,7 @@ The folder is written under a temporary name and renamed into place.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -233,7 +234,7 @@ class BM25Index:
         # string and again as an int (about 90 bytes a token, 18 GB for 100,000 long records).
         # Documents without a single token get a vocabulary of the empty token (no query has it),
         # since bm25s cannot add it to an empty one; their average length is then 0 / 0
-        with np.errstate(invalid="ignore" if not vocab else "warn"):
+        with np.errstate(invalid="ignore") if not vocab else contextlib.nullcontext():
             retriever.index((ids, vocab or {"": 0}), show_progress=False)
         return cls(retriever, kept, k1=k1, b=b, stopwords=stopwords, keep_text=keep_text)
 
