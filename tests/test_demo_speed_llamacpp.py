@@ -17,6 +17,7 @@ import pytest
 
 from clinieval.models.llamacpp import OMP_SPIN_COUNT, SAVE_MIN_TOKENS, LlamaCppModel, PrefixStates, _Saved
 from clinieval.types import GenerationConfig, Message
+from tests.conftest import BIN
 
 GREEDY = GenerationConfig(max_tokens=12, temperature=0.0)
 NOTES_A = " ".join(
@@ -266,3 +267,20 @@ def test_openmp_threads_spin_briefly_then_sleep_unless_the_environment_says_othe
         theirs = _openmp_settings({**env, **users})
         assert f"GOMP_SPINCOUNT = '{OMP_SPIN_COUNT}'" not in theirs, theirs
     assert "GOMP_SPINCOUNT = '7'" in _openmp_settings({**env, "GOMP_SPINCOUNT": "7"})
+
+
+@pytest.mark.parametrize("value", ["lots", "nan", "inf", "-5"])
+def test_a_bad_state_budget_is_one_error_and_writes_nothing(value: str, tmp_path: Path) -> None:
+    """The budget is read when the backend is imported; a value that is no finite, non-negative
+    number of MiB stops the command with one line (nan and inf raised int()'s traceback, and a
+    negative one silently turned saving off)."""
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [str(BIN / "clinieval"), "run", "pubmedqa", "-m", "llamacpp:smollm2-135m-instruct",
+         "--limit", "1", "--out", str(out), "--no-progress"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "CLINIEVAL_LLAMACPP_STATE_MB": value},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert f"error: CLINIEVAL_LLAMACPP_STATE_MB={value!r}: expected MiB" in done.stderr
+    assert not out.exists()

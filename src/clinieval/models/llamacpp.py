@@ -183,12 +183,16 @@ class PrefixStates:
 
 
 def _budget_from_env() -> int:
+    """The saved-state budget in bytes; anything but a finite number of MiB >= 0 is one error
+    (``nan`` and ``inf`` parse as floats but have no byte count)."""
     raw = os.environ.get(STATE_BUDGET_ENV, "").strip()
     try:
         mb = float(raw) if raw else DEFAULT_STATE_BUDGET_MB
     except ValueError:
-        raise UserError(f"{STATE_BUDGET_ENV}={raw!r}: expected MiB (0 turns saving off)") from None
-    return max(0, int(mb * 2**20))
+        mb = -1.0
+    if not 0 <= mb < float("inf"):
+        raise UserError(f"{STATE_BUDGET_ENV}={raw!r}: expected MiB, a number >= 0 (0 turns saving off)")
+    return int(mb * 2**20)
 
 
 SAVED_STATES = PrefixStates(_budget_from_env())
