@@ -107,12 +107,14 @@ def atomic_write_csv(
     rows: Iterable[Mapping[str, object]],
     *,
     spreadsheet_safe: bool = False,
+    delimiter: str = ",",
 ) -> None:
     """A UTF-8 CSV with a header row and ``\\n`` line ends, written atomically. With
     ``spreadsheet_safe`` (files people open in a spreadsheet, holding model-written text) every
-    cell goes through :func:`spreadsheet_cell`; read them back with :func:`spreadsheet_text`."""
+    cell goes through :func:`spreadsheet_cell`; read them back with :func:`spreadsheet_text`.
+    ``delimiter="\\t"`` writes the same table as TSV."""
     with atomic_open(path) as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
+        writer = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n", delimiter=delimiter)
         writer.writeheader()
         for row in rows:
             writer.writerow({k: spreadsheet_cell(v) for k, v in row.items()} if spreadsheet_safe else row)

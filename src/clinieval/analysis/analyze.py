@@ -23,7 +23,7 @@ import numpy as np
 from clinieval.analysis import agreement, rank_agreement, rankings, uncertainty
 from clinieval.analysis._validation import UndefinedStatisticError
 from clinieval.analysis.rankings import ScoreTable
-from clinieval.analysis.table import LongTable, Row
+from clinieval.analysis.table import ATTRIBUTE_PREFIX, LongTable, Row
 from clinieval.errors import UserError
 
 JSON = dict[str, Any]
@@ -181,7 +181,11 @@ def _score_columns(table: LongTable, options: AnalyzeOptions) -> tuple[str, ...]
     if options.scores:
         return options.scores
     named = set(options.named())
-    found = tuple(c for c in table.columns if c not in named and table.is_numeric(c))
+    found = tuple(
+        c
+        for c in table.columns
+        if c not in named and not c.startswith(ATTRIBUTE_PREFIX) and table.is_numeric(c)
+    )
     if not found and options.human_rank is None and options.human_score is None:
         raise UserError(
             f"{table.path}: no numeric score column besides {', '.join(sorted(named))}; "
@@ -320,12 +324,18 @@ def _is_binary(values: np.ndarray[Any, np.dtype[np.float64]]) -> bool:
 
 def _pair(ctx: _Context, column: str, table: ScoreTable, a: int, b: int) -> JSON | None:
     o = ctx.options
-    both = ~np.isnan(table.values[:, a]) & ~np.isnan(table.values[:, b])
+    has_a, has_b = ~np.isnan(table.values[:, a]), ~np.isnan(table.values[:, b])
+    both = has_a & has_b
     x, y = table.values[both, a], table.values[both, b]
     ma, mb = table.models[a], table.models[b]
-    entry: JSON = {"model": ma, "opponent": mb, "n": int(x.size)}
+    # items only one of the two has a value for (missing, or a failed call): left out of the
+    # paired comparison, and counted so the report says how many
+    unpaired = int(np.count_nonzero(has_a ^ has_b))
+    entry: JSON = {"model": ma, "opponent": mb, "n": int(x.size), "unpaired": unpaired}
     if x.size < 2:
-        ctx.undefined.append(f"{column}: {ma} vs {mb}: fewer than 2 items scored for both")
+        ctx.undefined.append(
+            f"{column}: {ma} vs {mb}: fewer than 2 items scored for both ({unpaired} scored for only one)"
+        )
         return None
     clusters = _pair_clusters(ctx, table, both)
     if clusters is not None:

@@ -108,6 +108,7 @@ def _score(col: str, s: JSON, level: float) -> list[str]:
             [
                 f"{p['model']} − {p['opponent']}",
                 _f(p["n"]),
+                _f(p.get("unpaired")),
                 _f(p["mean_difference"]),
                 _ci(p["ci"]),
                 _f(p["pvalue"]),
@@ -121,6 +122,7 @@ def _score(col: str, s: JSON, level: float) -> list[str]:
         header = [
             "pair",
             "n",
+            "unpaired",
             "mean diff",
             "CI",
             "p (permutation)",
@@ -129,8 +131,16 @@ def _score(col: str, s: JSON, level: float) -> list[str]:
             "σ_d",
             "MDD (power 0.8, α 0.05)",
         ]
-        out += ["Paired comparisons:", "", *_table(header, rows)]
+        note = "n: items scored for both; unpaired: items scored for only one (missing or failed), left out"
+        out += [f"Paired comparisons ({note}):", "", *_table(header, rows)]
     return out
+
+
+def _runs_compared(runs: Sequence[JSON]) -> list[str]:
+    """The run folders behind the table (``clinieval analyze RUN_DIR...``): which model each arm is."""
+    rows = [[r["model"], r["path"], _f(r["samples"]), _f(r["failed"]), _f(r["repeats"])] for r in runs]
+    header = ["model", "run folder", "samples", "with a failed call", "repeats"]
+    return ["## Runs", "", f"Task {md_escape(str(runs[0]['task']))}.", "", *_table(header, rows)]
 
 
 def _human(h: JSON, level: float) -> list[str]:
@@ -324,6 +334,8 @@ def render_markdown(result: JSON) -> str:
         + ".",
         "",
     ]
+    if result.get("run_folders"):
+        lines += _runs_compared(result["run_folders"])
     for col, s in result["scores"].items():
         lines += _score(col, s, level)
     if "human" in result:

@@ -21,6 +21,11 @@ _TRUE = frozenset({"true", "yes", "correct"})
 _FALSE = frozenset({"false", "no", "incorrect"})
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none"})
 
+ATTRIBUTE_PREFIX = "meta."
+"""Columns named ``meta.*`` describe the item (a patient id, a year, a category): they can be a
+``--group`` or ``--cluster`` but are never a score by default, even when every cell is a number
+(``clinieval export`` writes a sample's metadata this way, and a year is not a metric)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Row:
