@@ -215,9 +215,9 @@ def test_policy_budget_tokenizer_is_independent_of_the_model(smollm2_path: Path)
     assert "tokenizer=tiktoken:cl100k_base" in policy.name
     own, own_info = _fit(KeepRecentPolicy(MEDALIGN_PROMPT), sample, _PlainModel(n_ctx=700, path=smollm2_path))
     assert own_info["tokenizer"] == f"gguf:{smollm2_path}" and own != kept
-    with pytest.raises(UserError, match="context length"):
+    with pytest.raises(UserError, match="--max-context N"):
         _fit(KeepRecentPolicy(MEDALIGN_PROMPT), sample, _PlainModel(path=smollm2_path))
-    with pytest.raises(UserError, match="budget tokenizer"):
+    with pytest.raises(UserError, match="pass --tokenizer"):
         _fit(KeepRecentPolicy(MEDALIGN_PROMPT), sample, _PlainModel(n_ctx=700))
 
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from importlib import metadata
@@ -86,6 +88,10 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._fresh = False
+        """Whether this process wrote the manifest (a new run, not a resumed one)."""
+        self._made: Path | None = None
+        """The topmost folder this process created for the new run (None: it was there)."""
 
     @property
     def manifest_path(self) -> Path:
@@ -135,12 +141,37 @@ class RunDir:
         if path.exists() and any(path.iterdir()) and not overwrite:
             raise UserError(f"{path}: exists and is not a clinieval run; choose another --out")
         if overwrite and path.exists():
-            for name in (MANIFEST, SAMPLES, TEXTS, SUMMARY, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
-                (path / name).unlink(missing_ok=True)
-            shutil.rmtree(path / SCORES, ignore_errors=True)
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(run.manifest_path, manifest)
+            _remove_run_files(path)
+        run._fresh, run._made = True, _first_missing(path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(run.manifest_path, manifest)
+        except BaseException:
+            run.discard_if_unused()
+            raise
         return run
+
+    def discard_if_unused(self) -> bool:
+        """Remove the run this process started here if it holds nothing worth keeping yet (no
+        record, no cached answer), and say whether it did.
+
+        Called when a run ends in an error before its first record: the folder would otherwise
+        hold a manifest of the refused command, and the corrected command would be refused as
+        "a different run". A resumed run, or one with anything recorded, is never touched.
+        """
+        if not self._fresh:
+            return False
+        try:
+            if any(_whole_lines(self.samples_path)) or not _cache_empty(self.path / CACHE):
+                return False
+            if self._made is not None:
+                shutil.rmtree(self._made)
+            else:  # the folder was there before (empty, or holding a run --overwrite discarded)
+                _remove_run_files(self.path)
+        except OSError:
+            return False  # the error being reported matters more than the leftover folder
+        self._fresh = False
+        return True
 
     def set_status(self, status: str, **extra: object) -> None:
         data = self.manifest()
@@ -194,6 +225,39 @@ class RunDir:
         return path.open("a", encoding="utf-8")
 
 
+def _remove_run_files(path: Path) -> None:
+    """Everything a run writes into its folder, and nothing else that may be there."""
+    for name in (MANIFEST, SAMPLES, TEXTS, SUMMARY, CACHE, f"{CACHE}-wal", f"{CACHE}-shm"):
+        (path / name).unlink(missing_ok=True)
+    shutil.rmtree(path / SCORES, ignore_errors=True)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The topmost of ``path`` and its parents that does not exist (what ``mkdir(parents=True)``
+    creates first), or None when ``path`` exists."""
+    if path.exists():
+        return None
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def _cache_empty(path: Path) -> bool:
+    """Whether a run's request cache surely holds no answer (an absent one holds none; one that
+    cannot be read counts as holding some, so it is kept)."""
+    if not path.exists():
+        return True
+    try:
+        cache = RequestCache(path)
+        try:
+            return cache.is_empty()
+        finally:
+            cache.close()
+    except (OSError, sqlite3.Error):
+        return False
+
+
 def _whole_lines(path: Path) -> Iterator[bytes]:
     """The complete lines of a line file; a torn last one (a kill mid-write) is left out, and
     the next append cuts it."""
@@ -216,7 +280,35 @@ def append_record(f: IO[str], record: SampleRecord) -> None:
         raise_named(e, f.name)
 
 
+_FLAGS = {
+    "model.identity.n_ctx": "--n-ctx",
+    "generation.temperature": "--temperature",
+    "generation.max_tokens": "--max-tokens",
+    "generation.seed": "--seed",
+    "generation.stop": "--stop",
+    "repeats": "--repeats",
+    "task.scorers": "--scorer",
+}
+"""The command-line flag behind a field of the run spec, for the "different run" refusal."""
+_POLICY_FLAGS = {
+    "tokenizer": "--tokenizer",
+    "ctx": "--max-context",
+    "reserve": "--reserve",
+    "answer": "--max-tokens",
+}
+"""The flag behind each ``key=value`` of a context policy's name (``keep_recent(ctx=...,...)``)."""
+_POLICY_SETTING = re.compile(r"(\w+)=([^,()\[\]]*)")
+_WHOLE = 400
+"""Two differing values up to this many characters together are shown whole."""
+_AROUND = 6
+"""Words (and the spaces between them) kept on each side of where two long values differ."""
+_SPAN = 160
+"""Characters of a long differing stretch shown from each of its ends."""
+
+
 def _first_difference(old: JSON, new: JSON, prefix: str = "") -> str:
+    """The first field (in sorted order) whose value differs, both values, and the flag that
+    sets it where one does. Values are never cut inside a word, so a path is always whole."""
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
         if a == b:
@@ -224,8 +316,60 @@ def _first_difference(old: JSON, new: JSON, prefix: str = "") -> str:
         where = f"{prefix}{key}"
         if isinstance(a, dict) and isinstance(b, dict):
             return _first_difference(a, b, where + ".")
-        return f"{where} was {json.dumps(a)[:80]}, now {json.dumps(b)[:80]}"
+        shown_a, shown_b = _shown(json.dumps(a, ensure_ascii=False), json.dumps(b, ensure_ascii=False))
+        flag = _flag_for(where, a, b)
+        return f"{where} was {shown_a}, now {shown_b}" + (f"; set by {flag}" if flag else "")
     return "fingerprint differs"
+
+
+def _flag_for(where: str, a: object, b: object) -> str | None:
+    if where == "task.context_policy" and isinstance(a, str) and isinstance(b, str):
+        old, new = dict(_POLICY_SETTING.findall(a)), dict(_POLICY_SETTING.findall(b))
+        changed = dict.fromkeys(k for k in (*old, *new) if old.get(k) != new.get(k) and k in _POLICY_FLAGS)
+        return " and ".join(_POLICY_FLAGS[k] for k in changed) or None
+    if where.startswith("model.") and where not in _FLAGS:
+        return "--model"
+    return _FLAGS.get(where)
+
+
+def _shown(a: str, b: str) -> tuple[str, str]:
+    """Two differing values as they are, or, when long, the words around where they differ with
+    an ellipsis for what both share; a stretch longer than twice :data:`_SPAN` keeps its two
+    ends. Only whole words are left out."""
+    if len(a) + len(b) <= _WHOLE:
+        return a, b
+    wa, wb = re.split(r"(\s+)", a), re.split(r"(\s+)", b)
+    same = 0
+    while same < min(len(wa), len(wb)) and wa[same] == wb[same]:
+        same += 1
+    tail = 0
+    while tail < min(len(wa), len(wb)) - same and wa[-1 - tail] == wb[-1 - tail]:
+        tail += 1
+    start = max(0, same - _AROUND)
+    return _excerpt(wa, start, len(wa) - tail + _AROUND), _excerpt(wb, start, len(wb) - tail + _AROUND)
+
+
+def _excerpt(words: list[str], start: int, stop: int) -> str:
+    stop = min(len(words), stop)
+    kept = words[start:stop]
+    if len("".join(kept)) > 2 * _SPAN:
+        head, rest = _words_within(kept, _SPAN), kept[::-1]
+        back = _words_within(rest, _SPAN)[::-1]
+        if len(head) + len(back) < len(kept):
+            kept = [*head, " … ", *back]
+    return ("…" if start > 0 else "") + "".join(kept) + ("…" if stop < len(words) else "")
+
+
+def _words_within(words: list[str], chars: int) -> list[str]:
+    """The leading words of ``words`` up to ``chars`` characters (at least one word, whole)."""
+    out: list[str] = []
+    used = 0
+    for w in words:
+        if out and used + len(w) > chars:
+            break
+        out.append(w)
+        used += len(w)
+    return out
 
 
 def find_run_dirs(paths: list[Path]) -> list[Path]:

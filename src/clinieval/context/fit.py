@@ -280,23 +280,69 @@ def chunk_text(text: str, tok: Tokenizer, size: int, *, min_fill: float = 0.5) -
 
 # --- ContextPolicy adapters -------------------------------------------------------------------
 
+NO_TOKENIZER = (
+    "its tokenizer cannot be read here to count the record's token budget; pass --tokenizer "
+    "(tokenizer=), e.g. tiktoken:cl100k_base, hf:/path/tokenizer.json or gguf:/path/model.gguf"
+)
+NO_CONTEXT = (
+    "the server did not report its context size; pass --max-context N (max_context=) "
+    "(llama.cpp's server defaults to 2048; use the --n_ctx it was started with)"
+)
+_MORE_CONTEXT = {
+    "--max-context": "pass a larger --max-context (max_context=)",
+    "--n-ctx": "pass a larger --n-ctx, or shorten the prompt",
+    "server": "start the server with a larger context, or shorten the prompt",
+}
+"""How to make room, by where the context size came from (see :func:`reported_context`)."""
 
-def model_tokenizer(model: Model) -> Tokenizer:
-    """The model's own tokenizer, where it can be read locally (a GGUF file)."""
+
+def own_tokenizer(model: Model) -> Tokenizer | None:
+    """The model's own tokenizer where it can be read locally (a GGUF file), else None."""
     path = getattr(model, "path", None)
     if isinstance(path, Path) and path.suffix == ".gguf":
         return tokenizer_for_gguf(path)
-    raise UserError(
-        f"model {model.name}: its tokenizer is not available locally to count the context budget; "
-        "set a budget tokenizer (e.g. tiktoken:cl100k_base, hf:/path/tokenizer.json, gguf:/path/x.gguf)"
-    )
+    return None
+
+
+def model_tokenizer(model: Model) -> Tokenizer:
+    """The model's own tokenizer, or one error naming the flag that sets another."""
+    tok = own_tokenizer(model)
+    if tok is None:
+        raise UserError(f"model {model.name}: {NO_TOKENIZER}")
+    return tok
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def reported_context(model: Model) -> tuple[int, str] | None:
+    """The model's own context size and where it comes from: an embedded model's ``n_ctx``
+    (``--n-ctx``), or what a server reported about itself (``context_length``, known after
+    ``check()``); None when neither is known."""
+    n_ctx = _positive(getattr(model, "n_ctx", None))
+    if n_ctx is not None:
+        return n_ctx, "--n-ctx"
+    reported = _positive(getattr(model, "context_length", None))
+    return None if reported is None else (reported, "server")
 
 
 def model_context(model: Model) -> int:
-    n_ctx = getattr(model, "n_ctx", None)
-    if isinstance(n_ctx, int) and n_ctx > 0:
-        return n_ctx
-    raise UserError(f"model {model.name}: its context length is unknown; set the policy's max_context")
+    """The model's own context size, or one error naming the flag that sets it."""
+    found = reported_context(model)
+    if found is None:
+        raise UserError(f"model {model.name}: {NO_CONTEXT}")
+    return found[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The budget tokenizer, the context size, and where the size came from (``--max-context``,
+    ``--n-ctx`` or ``server``), so an error about room can name the flag that changes it."""
+
+    tokenizer: Tokenizer
+    context: int
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +351,8 @@ class _BudgetPolicy:
 
     ``template``: the task's prompt (the protocol's ``fit(sample, model)`` does not receive it);
     ``tokenizer``: a Tokenizer, a spec string, or None for the model's own; ``max_context``: None
-    reads ``model.n_ctx``; ``reserve``: tokens kept free for generation.
+    reads the model's (``n_ctx``, or the size its server reported); ``reserve``: tokens kept free
+    for generation.
     """
 
     template: PromptTemplate
@@ -323,21 +370,91 @@ class _BudgetPolicy:
         ctx = "model" if self.max_context is None else str(self.max_context)
         return f"{self.kind}(ctx={ctx},reserve={self.reserve},tokenizer={tok or 'model'})"
 
-    def resolve(self, model: Model) -> tuple[Tokenizer, int]:
+    def _resolve(self, model: Model) -> Resolved:
+        """The tokenizer and the context, or one error that names every missing flag at once
+        (naming them one run at a time made a user correct the command twice)."""
+        if self.max_context is not None and self.max_context <= 0:
+            raise UserError(
+                f"--max-context (max_context=) must be a positive number of tokens, not {self.max_context}"
+            )
+        if self.reserve < 0:
+            raise UserError(f"--reserve (reserve=) must not be negative, not {self.reserve}")
         if self.tokenizer is None:
-            tok = model_tokenizer(model)
+            tok = own_tokenizer(model)
         elif isinstance(self.tokenizer, str):
             tok = tokenizer_from_spec(self.tokenizer)
         else:
             tok = self.tokenizer
-        return tok, self.max_context or model_context(model)
+        given = self.max_context
+        found = (given, "--max-context") if given is not None else reported_context(model)
+        missing = [why for why, gone in ((NO_TOKENIZER, tok is None), (NO_CONTEXT, found is None)) if gone]
+        if missing:
+            raise UserError(f"model {model.name}: " + "; and ".join(missing))
+        assert tok is not None and found is not None
+        return Resolved(tok, found[0], found[1])
+
+    def resolve(self, model: Model) -> tuple[Tokenizer, int]:
+        """The budget tokenizer and the context size (see :meth:`_resolve`)."""
+        got = self._resolve(model)
+        return got.tokenizer, got.context
+
+    def _budget(self, sample: Sample, model: Model, got: Resolved) -> Budget:
+        return compute_budget(
+            got.tokenizer,
+            self.template,
+            sample,
+            max_context=got.context,
+            reserve=self.reserve,
+            render=model.render,
+        )
 
     def budget(self, sample: Sample, model: Model) -> tuple[Tokenizer, Budget]:
         """The budget tokenizer and the budget for ``sample`` (renders the prompt with the model)."""
-        tok, ctx = self.resolve(model)
-        return tok, compute_budget(
-            tok, self.template, sample, max_context=ctx, reserve=self.reserve, render=model.render
+        got = self._resolve(model)
+        return got.tokenizer, self._budget(sample, model, got)
+
+    def _carry_tokens(self) -> int:
+        """Tokens each prompt must leave free beside the reserve (an answer carried between steps)."""
+        return 0
+
+    def _require_room(self, sample: Sample, budget: Budget, source: str) -> int:
+        """Tokens of the record that fit beside ``sample``'s prompt, or one error when not a
+        single one does: such a run would send the question without its record (or drop every
+        record), so it is refused instead."""
+        carry = self._carry_tokens()
+        room = budget.tokens - carry
+        if room > 0:
+            return room
+        carried = f", {carry} for the answer carried between refinement steps" if carry else ""
+        raise UserError(
+            f"sample {sample.id!r}: no room for any of the record: the prompt without it takes "
+            f"{budget.template_tokens} tokens and {budget.reserve} are kept for the answer{carried}, "
+            f"of a context of {budget.max_context}; {_MORE_CONTEXT[source]}"
         )
+
+    def room(self, sample: Sample, model: Model) -> int:
+        """Tokens of ``sample``'s record that fit beside its prompt (see :meth:`_require_room`)."""
+        got = self._resolve(model)
+        return self._require_room(sample, self._budget(sample, model, got), got.source)
+
+    def _check_sync(self, samples: Sequence[Sample], model: Model) -> None:
+        got = self._resolve(model)
+        for sample in distinct_prompts(samples):
+            self._require_room(sample, self._budget(sample, model, got), got.source)
+
+    async def check(self, samples: Sequence[Sample], model: Model) -> None:
+        """Refuse, before the run folder exists, a run whose records cannot be fitted: no
+        tokenizer, no context size, or a prompt that leaves no room for any record."""
+        await asyncio.to_thread(self._check_sync, samples, model)
+
+
+def distinct_prompts(samples: Sequence[Sample]) -> list[Sample]:
+    """One sample per distinct (question, choices): a budget depends on nothing else of a sample,
+    so samples that share a question are counted once."""
+    seen: dict[tuple[str, tuple[str, ...]], Sample] = {}
+    for sample in samples:
+        seen.setdefault((sample.input, sample.choices), sample)
+    return list(seen.values())
 
 
 def fit_verified(
@@ -445,14 +562,14 @@ class ChunkPolicy(_BudgetPolicy):
         size = "budget" if self.chunk_tokens is None else str(self.chunk_tokens)
         return f"chunk[{size},carry={self.carry_tokens}]"
 
+    def _carry_tokens(self) -> int:
+        return self.carry_tokens
+
     def _chunks_sync(self, sample: Sample, model: Model) -> tuple[list[str], JSON]:
-        tok, budget = self.budget(sample, model)
-        size = self.chunk_tokens if self.chunk_tokens is not None else budget.tokens - self.carry_tokens
-        if size <= 0:
-            raise UserError(
-                f"sample {sample.id}: no room for any record tokens (budget {budget.tokens}, "
-                f"carry {self.carry_tokens}); raise max_context or shorten the prompt"
-            )
+        got = self._resolve(model)
+        tok, budget = got.tokenizer, self._budget(sample, model, got)
+        room = self._require_room(sample, budget, got.source)
+        size = self.chunk_tokens if self.chunk_tokens is not None else room
         count = prompt_counter(tok)
         for _ in range(_TRIES):
             pieces, info = chunk_text(sample.context, tok, size, min_fill=self.min_fill)

@@ -17,12 +17,14 @@ runner (:func:`clinieval.runner.execute`) drives the steps and records each one.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clinieval.context.budget import prompt_counter
-from clinieval.context.fit import ChunkPolicy
+from clinieval.context.fit import ChunkPolicy, distinct_prompts
 from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.types import JSON, Message, Sample
@@ -88,8 +90,21 @@ class RefinePolicy:
         extra = prompt_counter(tok)(empty) - budget.template_tokens
         return self.answer_tokens + max(0, extra) + _MARGIN
 
+    def _with_carry(self, sample: Sample, model: Model) -> ChunkPolicy:
+        return dataclasses.replace(self.chunker, carry_tokens=self._carry(sample, model))
+
+    async def check(self, samples: Sequence[Sample], model: Model) -> None:
+        """Refuse, before the run folder exists, a run in which some question leaves no room for
+        a piece of record beside the carried answer (or the budget cannot be counted at all)."""
+
+        def each() -> None:
+            for sample in distinct_prompts(samples):
+                self._with_carry(sample, model).room(sample, model)
+
+        await asyncio.to_thread(each)
+
     async def plan(self, sample: Sample, model: Model) -> tuple[list[str], JSON]:
-        chunker = dataclasses.replace(self.chunker, carry_tokens=self._carry(sample, model))
+        chunker = self._with_carry(sample, model)
         pieces, info = await chunker.chunks(sample, model)
         info["policy"] = "refine"
         info["carry_tokens"] = chunker.carry_tokens

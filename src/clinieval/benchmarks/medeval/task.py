@@ -164,6 +164,9 @@ class PromptLength:
             tokens = None
         return "", {"policy": self.name, "prompt_tokens": tokens}
 
+    async def check(self, samples: Sequence[Sample], model: Model) -> None:
+        """Nothing to refuse: a prompt longer than the window is a counted failure, not a mistake."""
+
 
 def medeval_task(
     task: TaskName,
