@@ -526,17 +526,19 @@ def _judged_record() -> SampleRecord:
 
 def _rubrics() -> list[Rubric]:
     from clinieval.benchmarks.ehrnoteqa.scoring import ChoiceJudgeRubric, FreeTextJudgeRubric
+    from clinieval.judge.reference import ReferenceRubric
 
-    return [ChoiceJudgeRubric(), FreeTextJudgeRubric(), MedAlignRubric()]
+    return [ChoiceJudgeRubric(), FreeTextJudgeRubric(), MedAlignRubric(), ReferenceRubric()]
 
 
 @pytest.mark.parametrize("rubric", _rubrics(), ids=lambda r: type(r).__name__)
 def test_a_rubric_never_reads_a_verdict_out_of_its_own_prompt(rubric: Rubric) -> None:
     from clinieval.benchmarks.ehrnoteqa.scoring import CHOICE_JUDGE_PROMPT, FREE_TEXT_JUDGE_PROMPT
     from clinieval.benchmarks.medalign.scoring import REVIEW
+    from clinieval.judge.reference import PROMPT
 
     filled = rubric.messages(_judged_record())[-1].content
-    for text in (filled, CHOICE_JUDGE_PROMPT, FREE_TEXT_JUDGE_PROMPT, REVIEW):
+    for text in (filled, CHOICE_JUDGE_PROMPT, FREE_TEXT_JUDGE_PROMPT, REVIEW, PROMPT):
         with pytest.raises(VerdictParseError):
             rubric.parse(text)
 

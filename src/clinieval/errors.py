@@ -13,6 +13,11 @@ from typing import TypeVar
 
 T = TypeVar("T", bound=str)
 
+EXIT_FAILED_ITEMS = 3
+"""Exit status of a command that finished but left items failed (a judge call that failed, say):
+distinct from 2 (a user's mistake, nothing done) and 1 (a bug or every call failed), so a script can
+tell "the results are written but incomplete" from "nothing happened"."""
+
 
 class UserError(Exception):
     """A problem with the user's input or environment, explained in one actionable line."""

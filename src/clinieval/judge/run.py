@@ -96,6 +96,15 @@ class JudgeSummary:
     warning: str | None = None
     identical_repeats: int = 0
     """Items whose every repeat got the same reply (with 2+ replies): repeats that add cost only."""
+    unparsed_at_limit: int = 0
+    """Unparsed replies that stopped unfinished (``finish_reason`` "length": the reply limit, or an
+    embedded judge's context filled up): the judge may have been cut off before its verdict, which
+    more room fixes, unlike a judge that cannot follow the format."""
+
+    @property
+    def failed_calls(self) -> int:
+        """Judge calls that returned no reply (timeouts, refusals, a prompt too long, ...)."""
+        return sum(self.judge_errors.values())
 
     def to_dict(self) -> JSON:
         return asdict(self)
@@ -111,10 +120,12 @@ class JudgeResult:
     summary_path: Path
 
     def describe(self) -> str:
-        """One line for a person: how much was scored, what the judge could not read, the cache."""
+        """One line for a person: how much was scored, which judge calls failed or could not be
+        read (a failed call is never hidden behind the unparsed count), the cache."""
         s = self.summary
         return (
-            f"{s.scored}/{s.items} answers scored; {s.parse_failures} unparsed judge replies, "
+            f"{s.scored}/{s.items} answers scored; {s.failed_calls} failed judge calls, "
+            f"{s.parse_failures} unparsed judge replies, "
             f"{s.requests} requests, {s.cache_hits} cache hits -> {self.scores_path}"
         )
 
@@ -274,11 +285,12 @@ async def judge_run(
     if seed_per_repeat is None:
         seed_per_repeat = repeats > 1
     records = _check_arguments(run, rubric, repeats)[:limit]
+    judged = [i for i, r in enumerate(records) if answer_failure(r) is None]
+    # every prompt first: a sample the rubric cannot judge is one error, before any warning or call
+    prompts = {i: rubric.messages(records[i]) for i in judged}
     warning = tiny_judge_warning(judge)
     if warning:
         log.warning("%s", warning)
-    judged = [i for i, r in enumerate(records) if answer_failure(r) is None]
-    prompts = {i: rubric.messages(records[i]) for i in judged}
     units = [(i, r) for i in judged for r in range(repeats)]
     entries: dict[int, list[_Repeat]] = {i: [] for i in range(len(records))}
     tally = CallTally()
@@ -396,6 +408,7 @@ def _summarize(
         elapsed_s=round(elapsed, 3),
         warning=warning,
         identical_repeats=identical,
+        unparsed_at_limit=sum(e.error_kind == UNPARSED and e.finish_reason == "length" for e in replies),
     )
 
 

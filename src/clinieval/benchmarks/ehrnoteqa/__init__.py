@@ -12,6 +12,7 @@ from clinieval.errors import UserError
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.judge.catalog import RubricEntry
     from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
     from clinieval.task import Task
@@ -57,6 +58,22 @@ class EHRNoteQA(BenchmarkBase):
         from clinieval.benchmarks.ehrnoteqa.scoring import LetterExtraction, OptionLoglik
 
         return (LetterExtraction(), OptionLoglik("letter"), OptionLoglik("text"))
+
+    def rubrics(self) -> Sequence[RubricEntry]:
+        """Each answer format's judge with the generation `clinieval ehrnoteqa judge` uses, so both
+        commands ask the same requests and share cached replies."""
+        from clinieval.benchmarks.ehrnoteqa.task import JUDGING
+        from clinieval.judge.catalog import RubricEntry, without_options
+
+        return tuple(
+            RubricEntry(
+                name=judging.rubric().name,
+                description=judging.description,
+                build=without_options(judging.rubric),
+                generation=judging.generation,
+            )
+            for judging in JUDGING.values()
+        )
 
 
 BENCHMARK = EHRNoteQA()

@@ -15,6 +15,7 @@ import typer
 
 from clinieval.cli_options import (
     AllowHost,
+    AllowJudgeFailures,
     Concurrency,
     JudgeTemperature,
     OverwriteArms,
@@ -23,6 +24,7 @@ from clinieval.cli_options import (
     Timeout,
     command_group,
     echo_judged,
+    exit_if_judge_failed,
 )
 from clinieval.errors import UserError
 from clinieval.models.catalog import DEFAULT_MODEL
@@ -154,14 +156,20 @@ def judge(
     concurrency: Concurrency = None,
     allow_host: AllowHost = None,
     progress: ShowProgress = True,
+    allow_failures: AllowJudgeFailures = None,
 ) -> None:
     """Judge every arm's answers N times: the paper's yes/no prompt for mc, the 0/1 judge for free.
 
-    Re-running resumes: finished judge requests come from each run's cache.
+    Re-running resumes: finished judge requests come from each run's cache. Exits 3 when a judge
+    call failed (each kind is listed with its fix), unless --allow-failures.
     """
     from clinieval.benchmarks.ehrnoteqa.task import judge_arm
+    from clinieval.failures import parse_allowed
+    from clinieval.judge.run import JudgeResult
 
+    allowed = parse_allowed(allow_failures)
     backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
+    results: list[JudgeResult] = []
     for path in run_dirs(runs):
         result = asyncio.run(
             judge_arm(
@@ -177,6 +185,8 @@ def judge(
             )
         )
         echo_judged(path, result)
+        results.append(result)
+    exit_if_judge_failed(results, allowed)
 
 
 @app.command()

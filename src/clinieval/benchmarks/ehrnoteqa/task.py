@@ -117,15 +117,21 @@ def arm_model(run: RunDir) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FormatJudging:
-    """How one answer format is judged: the rubric and the judge's generation settings."""
+    """How one answer format is judged: the rubric, the judge's generation settings, and one line
+    for `clinieval judge`'s list of rubrics."""
 
     rubric: Callable[[], Rubric]
     generation: GenerationConfig
+    description: str
 
 
 JUDGING: Mapping[Format, FormatJudging] = {
-    "mc": FormatJudging(ChoiceJudgeRubric, JUDGE_GENERATION),
-    "free": FormatJudging(FreeTextJudgeRubric, FREE_JUDGE_GENERATION),
+    "mc": FormatJudging(
+        ChoiceJudgeRubric, JUDGE_GENERATION, "EHRNoteQA's yes/no judge of multiple-choice answers"
+    ),
+    "free": FormatJudging(
+        FreeTextJudgeRubric, FREE_JUDGE_GENERATION, "EHRNoteQA's 0/1 judge of free-text answers, shown notes"
+    ),
 }
 """Each format's judging, in one place (the multiple-choice yes/no judge; the free-text 0/1 judge)."""
 

@@ -12,6 +12,7 @@ from clinieval.errors import UserError
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.judge.catalog import RubricEntry
     from clinieval.review.sources import ReviewSource
     from clinieval.task import Task
 
@@ -49,6 +50,20 @@ class MedAlign(BenchmarkBase):
         from clinieval.benchmarks.medalign.review import REVIEW_SOURCE
 
         return (REVIEW_SOURCE,)
+
+    def rubrics(self) -> Sequence[RubricEntry]:
+        """MedAlign's clinician criteria, shown ``--snippets`` BM25 excerpts of the record."""
+        from clinieval.benchmarks.medalign.scoring import retrieval_rubric
+        from clinieval.judge.catalog import RubricEntry
+
+        return (
+            RubricEntry(
+                name="medalign_judge",
+                description="MedAlign's C1-C3 correctness and 1-5 score, shown EHR excerpts",
+                build=lambda options: retrieval_rubric(options.snippets),
+                uses_snippets=True,
+            ),
+        )
 
 
 BENCHMARK = MedAlign()

@@ -16,6 +16,7 @@ import typer
 
 from clinieval.cli_options import (
     AllowHost,
+    AllowJudgeFailures,
     Concurrency,
     JudgeTemperature,
     NCtx,
@@ -25,6 +26,7 @@ from clinieval.cli_options import (
     Timeout,
     command_group,
     echo_judged,
+    exit_if_judge_failed,
 )
 from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions
@@ -268,24 +270,27 @@ def judge(
     concurrency: Concurrency = None,
     allow_host: AllowHost = None,
     progress: ShowProgress = True,
+    allow_failures: AllowJudgeFailures = None,
 ) -> None:
     """Judge every arm's answers with the MedAlign rubric (C1-C3 correctness and a 1-5 score).
 
-    Re-running resumes: answered judge requests come from each run's cache.
+    Re-running resumes: answered judge requests come from each run's cache. Exits 3 when a judge
+    call failed (each kind is listed with its fix), unless --allow-failures.
     """
     import dataclasses
 
-    from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
-    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, judge_folder
+    from clinieval.benchmarks.medalign.scoring import retrieval_rubric
+    from clinieval.failures import parse_allowed
+    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, JudgeResult, judge_folder
     from clinieval.runs import RunDir
 
-    rubric = MedAlignRubric(
-        snippets=(lambda rec: evidence_snippets(rec.sample, snippets)) if snippets else None
-    )
+    allowed = parse_allowed(allow_failures)
+    rubric = retrieval_rubric(snippets)
     generation = dataclasses.replace(
         DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens, temperature=judge_temperature
     )
     backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
+    results: list[JudgeResult] = []
     for path in run_dirs(runs):
         result = asyncio.run(
             judge_folder(
@@ -300,7 +305,9 @@ def judge(
                 progress=progress,
             )
         )
-        echo_judged(path, result)
+        echo_judged(path, result, shrink="--snippets")
+        results.append(result)
+    exit_if_judge_failed(results, allowed)
 
 
 @app.command()

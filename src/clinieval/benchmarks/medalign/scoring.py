@@ -162,3 +162,12 @@ def evidence_snippets(sample: Sample, k: int = 5, size: int = 200) -> list[str]:
     index = BM25Index.build((Document(str(i), p) for i, p in enumerate(parts)), keep_text=False)
     best = sorted(int(doc_id) for doc_id, _ in index.search(sample.input, k))
     return [parts[i] for i in best]
+
+
+def retrieval_rubric(snippets: int) -> MedAlignRubric:
+    """The rubric both judge commands use: ``snippets`` BM25 excerpts of the record the answer was
+    given for (0: only those in the sample's metadata), so ``clinieval medalign judge`` and
+    ``clinieval judge --rubric medalign_judge`` ask the same prompts and share cached replies."""
+    if not snippets:
+        return MedAlignRubric()
+    return MedAlignRubric(snippets=lambda rec: evidence_snippets(rec.sample, snippets))
