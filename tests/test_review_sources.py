@@ -224,7 +224,7 @@ def test_medalign_arms_round_trip_to_the_analysis(tmp_path: Path) -> None:
            "-m", f"openai:{server.url}@fault", "--strategy", "keep-recent", "--strategy", "whole",
            "--tokenizer", "tiktoken:cl100k_base", "--max-context", "32768", "--no-metrics",
            "--concurrency", "1", "--out", str(arms), "--no-progress")  # fmt: skip
-    first, second = "v1@fault/keep-recent", "v1@fault/whole"
+    first, second = "fault/keep-recent", "fault/whole"  # the model alias, not the URL path
 
     assert REVIEW_SOURCE.accepts([arms]) and not REVIEW_SOURCE.accepts([sorted(arms.iterdir())[0]])
     converted = REVIEW_SOURCE.convert([arms])
@@ -321,14 +321,14 @@ def test_medalign_arms_leave_out_failed_calls_and_name_the_author(tmp_path: Path
     assert [i.item for i in converted.items] == ["i1", "i2"]
     i1, i2 = converted.items
     assert i1.author == "dr-lee" and i1.meta == {"person_id": "p1"} and i2.author is None
-    assert [a.source for a in i1.answers] == ["v1@m/keep-recent", "v1@m/refine", "tiny.gguf"]
-    assert [(a.id, a.source) for a in i2.answers] == [("a1", "v1@m/keep-recent"), ("a3", "tiny.gguf")]
+    assert [a.source for a in i1.answers] == ["m/keep-recent", "m/refine", "tiny"]
+    assert [(a.id, a.source) for a in i2.answers] == [("a1", "m/keep-recent"), ("a3", "tiny")]
     assert converted.notes == (
         "1 instruction(s) not answered by every run left out",
         "4 failed call(s) left out of their items (`medalign analyze` counts them wrong)",
         "1 instruction(s) with fewer than two answers left out",
     )
-    with pytest.raises(UserError, match=r"same arm \(v1@m/keep-recent\)"):
+    with pytest.raises(UserError, match=r"same arm \(m/keep-recent\)"):
         REVIEW_SOURCE.convert(
             [one, write_arm(tmp_path / "d", "openai:http://h/v1@m", "keep-recent", {"i1": "q"})]
         )

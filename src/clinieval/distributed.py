@@ -43,7 +43,7 @@ from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.records import SampleRecord
 from clinieval.runner import CachedCalls, Executor, evaluate_item
 from clinieval.scoring.scorers import Scorer
-from clinieval.task import Task
+from clinieval.task import PromptTemplate, Task
 from clinieval.types import JSON, GenerationConfig, Sample
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,11 @@ AUTH_HINT = "A cluster with token authentication needs RAY_AUTH_MODE=token and i
 RESUME = "everything finished before it is written: run the same command again to resume"
 
 TaskBuilder = Callable[
-    [str, Path | None, str | None, list[Scorer] | None, tuple[str | None, int | None]], Task
+    [str, Path | None, str | None, list[Scorer] | None, tuple[str | None, int | None], PromptTemplate | None],
+    Task,
 ]
-"""``clinieval.cli._build_task``: name, data, split, scorers, (budget tokenizer, max context)."""
+"""``clinieval.cli._build_task``: name, data, split, scorers, (budget tokenizer, max context), the
+prompt that replaces the task's own (None: its own)."""
 ScorerPicker = Callable[[list[str] | None], list[Scorer] | None]
 """``clinieval.cli._pick_scorers``: scorer names to scorers (None: the task's own)."""
 
@@ -96,6 +98,9 @@ class TaskRecipe:
     pick_scorers: ScorerPicker
     workdir: Path
     data_dir: str | None
+    prompt: PromptTemplate | None = None
+    """The prompt as the driver resolved it (``--prompt FILE``, or a default the driver chose from
+    the data, which a worker without the data file could not choose)."""
 
     @classmethod
     def of(
@@ -109,6 +114,7 @@ class TaskRecipe:
         *,
         build: TaskBuilder,
         pick_scorers: ScorerPicker,
+        prompt: PromptTemplate | None = None,
     ) -> TaskRecipe:
         named_file = Path(name)
         if named_file.suffix and named_file.is_file():  # a task of your own, named by its file
@@ -125,13 +131,19 @@ class TaskRecipe:
             pick_scorers=pick_scorers,
             workdir=Path.cwd(),
             data_dir=_absolute(os.environ.get(ENV_DATA_DIR)),
+            prompt=prompt,
         )
 
     def task(self) -> Task:
         with self._as_on_driver():
             scorers = self.pick_scorers(list(self.scorers) or None)
             built = self.build(
-                self.name, self.data, self.split, scorers, (self.budget_tokenizer, self.max_context)
+                self.name,
+                self.data,
+                self.split,
+                scorers,
+                (self.budget_tokenizer, self.max_context),
+                self.prompt,
             )
         built.generation = self.generation
         return built

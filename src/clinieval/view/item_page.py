@@ -78,12 +78,27 @@ def _differs(arms: Sequence[Arm], item: Item) -> str:
 
 
 def _question(item: Item, paged: Pager) -> str:
-    choices = ""
-    if item.sample.choices:
-        listed = "".join(f"<li>{esc(c)}</li>" for c in item.sample.choices)
-        choices = f'<ol class="choices">{listed}</ol>'
     question = paged(item.sample.input)
-    return f'<section id="question"><h2>Question or instruction</h2>{question}{choices}</section>'
+    return f'<section id="question"><h2>Question or instruction</h2>{question}{_choices(item)}</section>'
+
+
+def _choices(item: Item) -> str:
+    """The sample's choices, said to be the data's: whether the model saw them is for the prompt
+    as sent to show (a task that never put them in its prompt once looked here as if it had)."""
+    choices = item.sample.choices
+    if not choices:
+        return ""
+    listed = "".join(f"<li>{esc(c)}</li>" for c in choices)
+    sent = [m.content for answers in item.answers.values() for m in answers[0].record.messages]
+    prompt = '<a href="#prompt">prompt as sent</a>'
+    if any(all(c in text for c in choices) for text in sent):
+        note = f'<p class="note">Choices in the data; how the model was shown them is in the {prompt}.</p>'
+    else:
+        note = (
+            f'<p class="warning">Choices in the data, but no {prompt} lists them: the model was not '
+            "shown these options.</p>"
+        )
+    return f'{note}<ol class="choices">{listed}</ol>'
 
 
 def _reference(item: Item, paged: Pager) -> str:
@@ -259,7 +274,8 @@ def _sent(arms: Sequence[Arm], item: Item, paged: Pager) -> str:
         )
         how_html = f'<p class="cut-how">{esc(how)}</p>' if how else ""
         blocks.append(f'<div class="sent"><h3>Sent by {esc(names)}</h3>{how_html}{info}{messages}</div>')
-    return f'<section id="prompt"><h2>What the model saw</h2>{"".join(blocks)}</section>'
+    heading = 'Prompt as sent <span class="note">(the messages exactly as the model received them)</span>'
+    return f'<section id="prompt"><h2>{heading}</h2>{"".join(blocks)}</section>'
 
 
 def _context_info(info: dict[str, Any]) -> str:

@@ -36,6 +36,9 @@ class Arm:
     path: Path
     model: str
     task: str
+    sample_order: tuple[str, ...] = ()
+    """The run's sample ids in the order of its data (``manifest.json``'s ``sample_order``);
+    empty for a run written before clinieval recorded it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,8 @@ class Item:
 
 @dataclass(slots=True)
 class Results:
-    """Everything a site shows: the arms, the samples in first-seen order, the filter choices."""
+    """Everything a site shows: the arms, the samples in data order (:func:`in_data_order`), the
+    filter choices."""
 
     arms: list[Arm]
     items: list[Item]
@@ -128,7 +132,7 @@ def load_results(paths: Sequence[Path]) -> Results:
         _add_arm(items, position, RunDir(arm.path))
     if not items:
         raise UserError(f"{', '.join(str(p) for p in paths)}: no finished samples to show")
-    found = list(items.values())
+    found = in_data_order(items, arms)
     return Results(
         arms=arms,
         items=found,
@@ -138,6 +142,16 @@ def load_results(paths: Sequence[Path]) -> Results:
     )
 
 
+def in_data_order(items: dict[str, Item], arms: Sequence[Arm]) -> list[Item]:
+    """The items in the order of the first arm's data, then those only a later arm has (in its
+    data order), then any no run's order names (a run written before orders were recorded, or
+    records of samples a later --limit left out) in the order they were read. Never in the order
+    answers finished: that changes from run to run, and a reader looks for sample 3 after 2."""
+    listed = (sid for arm in arms for sid in arm.sample_order)
+    ordered = dict.fromkeys([*(sid for sid in listed if sid in items), *items])
+    return [items[sid] for sid in ordered]
+
+
 def arm_names(paths: Sequence[Path]) -> list[str]:
     """Each run folder's name; a name given twice (``a/run`` and ``b/run``) gets its parent too."""
     names = [p.name for p in paths]
@@ -145,13 +159,20 @@ def arm_names(paths: Sequence[Path]) -> list[str]:
 
 
 def _arm(run: RunDir, name: str) -> Arm:
-    spec = run.manifest().get("spec") or {}
+    manifest = run.manifest()
+    spec = manifest.get("spec") or {}
     return Arm(
         name=name,
         path=run.path,
         model=_named_part(spec, "model", "spec"),
         task=_named_part(spec, "task", "name"),
+        sample_order=_sample_order(manifest),
     )
+
+
+def _sample_order(manifest: JSON) -> tuple[str, ...]:
+    order = manifest.get("sample_order")
+    return tuple(str(sid) for sid in order) if isinstance(order, list) else ()
 
 
 def _named_part(spec: JSON, part: str, key: str) -> str:

@@ -21,6 +21,7 @@ from typing import Literal
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict, labelled_text, parse_score, parse_yes_no
 from clinieval.records import SampleRecord
+from clinieval.scoring.choices import read_letter
 from clinieval.scoring.scorers import Needs, failed_score, generated_output
 from clinieval.task import LETTERS, option_lines
 from clinieval.types import Message, Sample, Score
@@ -79,13 +80,6 @@ class OptionLoglik:
 # --------------------------------------------------------------------------------------------
 # Deterministic letter extraction
 
-_MARKUP = re.compile(r"[*_`#]+")
-# The whole answer is a letter, or starts with one set off as a label: "B", "B.", "(B)", "B) x".
-# A bare "A " is not a label ("A 65-year-old ..." is prose), so it is left to the other readers.
-_LEADING = re.compile(r"^\s*(?:\(([A-E])\)|\[([A-E])\]|([A-E])(?:\s*[.):]|\s*$))")
-_CUE = re.compile(
-    r"(?i:\b(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|:))?)\s*[:\-]?\s*[\(\[]?([A-E])(?![A-Za-z0-9'])"
-)
 _NORM = re.compile(r"[^a-z0-9]+")
 
 
@@ -104,17 +98,14 @@ def _by_text(answer: str, choices: tuple[str, ...]) -> str | None:
 def extract_letter(answer: str, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
     """(letter, how it was read) from a generated answer; (None, None) when it names no option.
 
-    Readers in order: a leading label, an "answer is X" cue, then the option text. Letters must be
-    capitals, so the article "a" is never an answer.
+    Readers in order: a leading label, an "answer is X" cue (both the shared
+    :func:`clinieval.scoring.choices.read_letter`), then the option text: the one option the answer
+    contains. Letters must be capitals, so the article "a" is never an answer.
     """
-    text = _MARKUP.sub("", answer)
-    m = _LEADING.match(text)
-    if m:
-        return next(g for g in m.groups() if g), "label"
-    m = _CUE.search(text)
-    if m:
-        return m.group(1), "cue"
-    letter = _by_text(text, choices)
+    letter, how = read_letter(answer, len(choices))
+    if letter is not None:
+        return letter, how
+    letter = _by_text(answer, choices)  # markup is punctuation to _norm
     return (letter, "text") if letter else (None, None)
 
 

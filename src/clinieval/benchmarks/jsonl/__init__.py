@@ -28,7 +28,8 @@ class JsonlTask(BenchmarkBase):
             raise UserError(
                 f"{request.name}: a .jsonl task is the file itself; --data and --split do not apply"
             )
-        return jsonl_task(Path(request.name), list(request.scorers) if request.scorers else None)
+        scorers = list(request.scorers) if request.scorers else None
+        return jsonl_task(Path(request.name), scorers, prompt=request.prompt)
 
 
 BENCHMARK = JsonlTask()
