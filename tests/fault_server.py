@@ -16,7 +16,11 @@ requests carrying that prompt fail that way, then answers normally:
 With ``hold_after``, requests past that count wait unanswered (see release()).
 With ``responder``, a normal answer's text is ``responder(prompt)`` instead of ``answer``, so a
 test can script realistic replies that depend on what was asked.
-Paths outside /v1/ answer 404.
+With ``slots``, at most that many requests are worked on at once and the rest wait in a queue, as
+on a one-slot llama.cpp server; like that server, it finishes a request whose client gave up.
+``routes`` adds GET answers outside /v1/ and ``model_fields`` fields to the /v1/models entry: a
+stand-in for what vLLM, TGI, Ollama and llama-server say about themselves (they cannot run here).
+Other paths outside /v1/ answer 404.
 Every request is recorded (prompt, and whether it was answered) so tests can count repeats.
 """
 
@@ -63,8 +67,16 @@ class FaultServer:
         answer: str = "yes",
         hold_after: int | None = None,
         responder: Callable[[str], str] | None = None,
+        slots: int | None = None,
+        routes: dict[str, Any] | None = None,
+        model_fields: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.log = Log()
+        self.slots = None if slots is None else threading.Semaphore(slots)
+        self.routes = routes or {}
+        self.model_fields = model_fields or {}
+        self.extra_headers = headers or {}
         self.responder = responder
         # After `hold_after` admitted requests, further ones are held unanswered until release():
         # a deterministic "requests in flight" moment for kill tests.
@@ -82,10 +94,13 @@ class FaultServer:
                 pass
 
             def do_GET(self) -> None:
+                if self.path in server.routes:
+                    self._send(200, server.routes[self.path])
+                    return
                 if not self.path.startswith("/v1/"):
                     self._send(404, {"detail": "Not Found"})
                     return
-                self._send(200, {"object": "list", "data": [{"id": "fault"}]})
+                self._send(200, {"object": "list", "data": [{"id": "fault", **server.model_fields}]})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -103,7 +118,7 @@ class FaultServer:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
-                    for k, v in (headers or {}).items():
+                    for k, v in {**server.extra_headers, **(headers or {})}.items():
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
@@ -187,7 +202,10 @@ class FaultServer:
             elif kind == "NOCHOICES":
                 h._send(200, {"id": "x", "object": "chat.completion", "choices": []})
             return
-        if self.delay_s:
+        if self.delay_s and self.slots is not None:
+            with self.slots:
+                time.sleep(self.delay_s)
+        elif self.delay_s:
             time.sleep(self.delay_s)
         finish = {"FILTERFINISH": "content_filter", "LENGTH": "length"}.get(kind or "", "stop")
         text: str | None

@@ -27,8 +27,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ehr",),
     ("context",),
     ("analysis",),
-    # execution: run directories, the request cache, the runner, summaries, re-scoring
-    ("cache", "runs", "run_writer", "runner", "distributed", "summary", "session", "rescore"),
+    # execution: run directories, the request cache, the runner, summaries, re-scoring, runs as a table,
+    # fitting a run to its server, and what a finished run left failed
+    (
+        "cache",
+        "runs",
+        "run_writer",
+        "runner",
+        "distributed",
+        "summary",
+        "failures",
+        "server_fit",
+        "session",
+        "rescore",
+        "run_table",
+    ),
     ("judge",),
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site

@@ -38,10 +38,17 @@ def test_a_rerun_after_an_outage_asks_the_failed_items_again(tmp_path: Path) -> 
         model = f"openai:{server.url}@fault"
         args = ["run", str(data), "-m", model, "--retries", "0", "--out", str(out), "--no-progress"]
         first = run_cli(*args)
-        assert first.returncode == 0, first.stderr
+        assert first.returncode == 3, first.stderr  # finished, with failed items
         assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"
         summary = _strict_json(out / "summary.json")
-        assert summary["run"] == {"retried": 0, "transient_failures_left": 2, "changed": 0, "removed": 0}  # type: ignore[index]
+        run_info = summary["run"]  # type: ignore[index]
+        assert {k: run_info[k] for k in ("retried", "transient_failures_left", "changed", "removed")} == {
+            "retried": 0,
+            "transient_failures_left": 2,
+            "changed": 0,
+            "removed": 0,
+        }
+        assert run_info["failed_items"] == {"count": 2, "kinds": {"server_error": 2}}
         asked_before = len(server.log.received)
         second = run_cli(*args)
         assert second.returncode == 0, second.stderr
@@ -49,7 +56,13 @@ def test_a_rerun_after_an_outage_asks_the_failed_items_again(tmp_path: Path) -> 
     assert "2 new (2 asked again after a transient failure), 1 resumed of 3" in second.stdout
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     run_info = _strict_json(out / "summary.json")["run"]  # type: ignore[index]
-    assert run_info == {"retried": 2, "transient_failures_left": 0, "changed": 0, "removed": 0}
+    assert run_info["failed_items"] == {"count": 0, "kinds": {}}
+    assert {k: run_info[k] for k in ("retried", "transient_failures_left", "changed", "removed")} == {
+        "retried": 2,
+        "transient_failures_left": 0,
+        "changed": 0,
+        "removed": 0,
+    }
     latest = {}
     for line in (out / "samples.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -296,7 +309,8 @@ def test_null_content_is_a_failure_and_truncation_is_counted(tmp_path: Path) -> 
     with FaultServer(answer="yes") as server:
         model = f"openai:{server.url}@fault"
         proc = run_cli("run", str(path), "-m", model, "--out", str(out), "--no-progress")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # the null reply is a failed item...
+    assert "no_content: 1 — raise --max-tokens" in proc.stderr  # ...with its fix
     [exact] = _strict_json(out / "summary.json")["summaries"]  # type: ignore[index]
     assert exact["errors"] == {"no_content": 1} and exact["scored"] == 2
     assert exact["truncated"] == 1

@@ -1,5 +1,6 @@
 """What a benchmark offers the rest of clinieval: a name, a line of description, its commands,
-its task factory, its scorers and the files of its own that clinician review can import.
+its task factory, its scorers, its judge rubrics and the files of its own that clinician review
+can import.
 
 Each package under :mod:`clinieval.benchmarks` exposes one object satisfying :class:`Benchmark`,
 and ``clinieval.benchmarks.BENCHMARKS`` lists them; the CLI mounts their commands and
@@ -20,8 +21,9 @@ from clinieval.errors import UserError
 if TYPE_CHECKING:
     import typer
 
+    from clinieval.judge.catalog import RubricEntry
     from clinieval.scoring.scorers import Scorer
-    from clinieval.task import Task
+    from clinieval.task import PromptTemplate, Task
 
 
 S = TypeVar("S", bound=str)
@@ -31,9 +33,12 @@ S = TypeVar("S", bound=str)
 class TaskRequest:
     """What ``clinieval run NAME`` asks of a benchmark: the name as typed, where its data is
     (None: the benchmark's default, usually ``shared/data/NAME``), a split (None: the
-    benchmark's default), scorers that replace the benchmark's own (None: its own), and the
+    benchmark's default), scorers that replace the benchmark's own (None: its own), the
     tokenizer and context length that a long record's budget is counted with (None: the model's
-    own; a benchmark whose records always fit ignores both)."""
+    own; a benchmark whose records always fit ignores both), and a prompt that replaces the
+    benchmark's own (``--prompt FILE``; None: its own). The caller puts the prompt on the task
+    whatever the benchmark does with it; a benchmark reads it only when its defaults depend on
+    it (the JSONL task's scorer)."""
 
     name: str
     data: Path | None = None
@@ -41,6 +46,7 @@ class TaskRequest:
     scorers: Sequence[Scorer] | None = None
     budget_tokenizer: str | None = None
     max_context: int | None = None
+    prompt: PromptTemplate | None = None
 
 
 class Benchmark(Protocol):
@@ -72,6 +78,10 @@ class Benchmark(Protocol):
         """Scorers of this benchmark that ``clinieval score --scorer NAME`` may apply to a run."""
         ...
 
+    def rubrics(self) -> Sequence[RubricEntry]:
+        """Judge rubrics of this benchmark that ``clinieval judge --rubric NAME`` may apply to a run."""
+        ...
+
     def review_sources(self) -> Sequence[Any]:
         """The benchmark's files ``clinieval review import`` reads, each a
         :class:`clinieval.review.sources.ReviewSource` (typed ``Any`` here because this layer sits
@@ -82,7 +92,7 @@ class Benchmark(Protocol):
 @dataclass(frozen=True, slots=True)
 class BenchmarkBase:
     """What most benchmarks share: ``clinieval run`` claims the benchmark by its name, and it has
-    no commands or scorers of its own. A benchmark subclasses this and writes ``task``."""
+    no commands, scorers or rubrics of its own. A benchmark subclasses this and writes ``task``."""
 
     name: str
     description: str
@@ -94,6 +104,9 @@ class BenchmarkBase:
         return None
 
     def scorers(self) -> Sequence[Scorer]:
+        return ()
+
+    def rubrics(self) -> Sequence[RubricEntry]:
         return ()
 
     def review_sources(self) -> Sequence[Any]:

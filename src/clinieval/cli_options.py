@@ -10,10 +10,14 @@ command keeps its own default (an HTTP judge waits longer than a 16-token answer
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from clinieval.errors import EXIT_FAILED_ITEMS
 
 if TYPE_CHECKING:
     from clinieval.judge.run import JudgeResult
@@ -32,17 +36,87 @@ JudgeTemperature = Annotated[
     ),
 ]
 ShowProgress = Annotated[bool, typer.Option(help="show progress bars")]
+ServerKindOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server-kind",
+        help="what the HTTP server is, instead of asking it: llama-cpp-python, llama.cpp, vllm, tgi, "
+        "ollama or generic (decides default scorers and requests in flight)",
+    ),
+]
+AllowRunFailures = Annotated[
+    str | None,
+    typer.Option(
+        "--allow-failures",
+        metavar="[FRACTION]",
+        help="exit 0 although items failed after retries: alone, any number; with a fraction "
+        "(0.05), up to that share of the items",
+    ),
+]
+OutputFormat = Annotated[
+    str, typer.Option("--format", help="text (a table that never cuts numbers) or json (for scripts)")
+]
+AllowJudgeFailures = Annotated[
+    str | None,
+    typer.Option(
+        "--allow-failures",
+        metavar="[FRACTION]",
+        help="exit 0 although judge calls failed (they stay unscored): alone, any number; with a "
+        "fraction (0.05), up to that share of the judge calls",
+    ),
+]
 OverwriteArms = Annotated[bool, typer.Option(help="discard different runs at the arms' folders")]
 
 
 def command_group(help: str) -> typer.Typer:
     """A typer group as clinieval declares them: help without arguments, no shell completion,
-    and plain errors (``clinieval.cli.main`` prints a UserError as one line)."""
-    return typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, help=help)
+    plain help text that wraps at any width, and plain errors (``clinieval.cli.main`` prints a
+    UserError as one line)."""
+    # Plain help (click's), not rich panels: rich cuts option help into "…" at 80 columns, in pipes
+    # and CI logs; click wraps it and never drops a word.
+    return typer.Typer(
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        help=help,
+        rich_markup_mode=None,
+    )
 
 
-def echo_judged(path: Path, result: JudgeResult) -> None:
-    """One line per judged run, and the judge's warning (a tiny judge, unparsed verdicts) on stderr."""
+def echo_judged(path: Path, result: JudgeResult, *, shrink: str | None = None) -> None:
+    """One line per judged run; then on stderr each kind of failure with its fix (failed calls,
+    unparsed replies, answers the run itself lost) and the judge's warning (a tiny judge, identical
+    repeats). ``shrink`` names the option that shortens this rubric's prompt (``--snippets``), the
+    first fix for a prompt too long for the judge."""
+    from clinieval.judge.failures import failures
+
     typer.echo(f"{path}: {result.describe()}")
+    for failure in failures(result.summary, shrink=shrink):
+        typer.echo(failure.line(), err=True)
     if result.summary.warning:
         typer.echo(f"warning: {result.summary.warning}", err=True)
+
+
+def exit_if_judge_failed(results: Sequence[JudgeResult], allowed: float | None) -> None:
+    """After every run is judged: exit with EXIT_FAILED_ITEMS when judge calls failed beyond the
+    share ``allowed`` (``--allow-failures [FRACTION]`` read by ``failures.parse_allowed`` before
+    judging; None: no failure accepted), a warning when within it, naming the kinds either way.
+    Unparsed replies do not fail a pass (``clinieval.judge.failures`` says why)."""
+    from clinieval.summary import format_counts
+
+    failed = sum(r.summary.failed_calls for r in results)
+    if not failed:
+        return
+    calls = sum(r.summary.judge_calls for r in results)
+    kinds = format_counts(sum((Counter(r.summary.judge_errors) for r in results), Counter()))
+    headline = f"{failed} of {calls} judge calls failed ({kinds})"
+    if allowed is not None and failed / calls <= allowed:
+        typer.echo(f"warning: {headline}; kept as unscored", err=True)
+        return
+    typer.echo(
+        f"error: {headline}; they are unscored in the scores file. Apply the fix above and run the "
+        "same command again (finished calls come from the cache), or pass --allow-failures [FRACTION] "
+        "to accept them",
+        err=True,
+    )
+    raise typer.Exit(EXIT_FAILED_ITEMS)

@@ -9,7 +9,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl
 from clinieval.records import SampleRecord
 from clinieval.runs import SCORES, RunDir
-from clinieval.scoring.scorers import Scorer
+from clinieval.scoring.scorers import Scorer, no_reference
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.types import Score
 
@@ -37,7 +37,9 @@ def rescore(run: RunDir, scorers: Sequence[Scorer]) -> list[ScorerSummary]:
         rec.scores = {s.name: s.score(rec) for s in scorers}
     for scorer in scorers:
         write_scores(run, scorer.name, rescored)
-    return summarize(rescored, [s.name for s in scorers])
+    return summarize(
+        rescored, [s.name for s in scorers], reads_text={s.name for s in scorers if s.needs == "generate"}
+    )
 
 
 def _unscorable(record: SampleRecord) -> Score | None:
@@ -48,7 +50,7 @@ def _unscorable(record: SampleRecord) -> Score | None:
     if out.error_kind is not None:
         return Score(value=None, explanation=out.error_message, metadata={"error_kind": out.error_kind.value})
     if not record.sample.all_targets:
-        return Score(value=None, metadata={"error_kind": "no_reference"})
+        return no_reference()
     return None
 
 

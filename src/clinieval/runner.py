@@ -20,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from clinieval.cache import RequestStore, request_key
 from clinieval.errors import UserError
@@ -347,7 +347,8 @@ async def execute(
     total = len(samples) * repeats
     start = time.perf_counter()
     n_workers = concurrency or model.max_concurrency
-    bar = ProgressBar(progress, total, len(done), model.name)
+    status = model.concurrency_status if isinstance(model, ReportsConcurrency) else None
+    bar = ProgressBar(progress, total, len(done), model.name, status)
     cache = run.cache()
     writer: RunWriter | None = None
     try:
@@ -428,10 +429,20 @@ class LocalExecutor:
         return calls.requests
 
 
-class ProgressBar:
-    """A rich progress bar with throughput and ETA on stderr (or nothing when disabled)."""
+@runtime_checkable
+class ReportsConcurrency(Protocol):
+    """A model whose requests in flight move (an HTTP backend's adaptive limit)."""
 
-    def __init__(self, enabled: bool, total: int, done: int, label: str) -> None:
+    def concurrency_status(self) -> str: ...
+
+
+class ProgressBar:
+    """A rich progress bar with throughput and ETA on stderr (or nothing when disabled), and the
+    requests in flight against their current limit when the model reports them (``status``)."""
+
+    def __init__(
+        self, enabled: bool, total: int, done: int, label: str, status: Callable[[], str] | None = None
+    ) -> None:
         self._bar: Any = None
         self._task: Any = None
         if not enabled:
@@ -447,7 +458,7 @@ class ProgressBar:
             TimeRemainingColumn,
         )
 
-        self._bar = Progress(
+        columns: list[Any] = [
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -456,8 +467,10 @@ class ProgressBar:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
+        ]
+        if status is not None:
+            columns.append(_live_text(status))
+        self._bar = Progress(*columns, console=Console(stderr=True))
         self._start = time.perf_counter()
         self._new = 0
         self._task = self._bar.add_task(label, total=total, completed=done, rate="")
@@ -477,3 +490,15 @@ class ProgressBar:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+def _live_text(status: Callable[[], str]) -> Any:
+    """A progress column that asks ``status`` at every refresh (the limit moves between items)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class LiveText(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(status(), style="dim")
+
+    return LiveText()

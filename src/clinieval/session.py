@@ -1,7 +1,8 @@
 """One evaluation from request to summary, in the order that keeps bad input harmless.
 
-Everything that can fail because of the user's input (dataset, model spec, endpoint) is checked
-before the run directory is created, so a mistake leaves no partial run behind.
+Everything that can fail because of the user's input (dataset, model spec, endpoint, the token
+budget of a long record) is checked before the run directory is created, so a mistake leaves no
+partial run behind; a new run that still fails before its first record is removed again.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clinieval.failures import FailureReport, failure_report
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
+from clinieval.models.openai_http import OpenAIModel
 from clinieval.models.pool import EndpointPool
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import Executor, RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
+from clinieval.server_fit import fit_to_server, server_info
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.task import Task
-from clinieval.types import JSON, GenerationConfig
+from clinieval.types import JSON, GenerationConfig, Sample
 
 
 @dataclass(slots=True)
@@ -38,6 +42,9 @@ class RunRequest:
     rerun_changed: bool = False
     executor: Executor | None = None
     """Who evaluates the items: this process when None (see clinieval.runner.Executor)."""
+    default_scorers: bool = False
+    """The task's scorers are its own defaults (no ``--scorer``): one the server cannot serve
+    correctly is left out with a note instead of refused (clinieval.server_fit)."""
 
 
 @dataclass(slots=True)
@@ -45,6 +52,8 @@ class RunResult:
     run_path: Path
     stats: RunStats
     summaries: list[ScorerSummary]
+    failures: FailureReport = field(default_factory=lambda: FailureReport(total=0))
+    """Items whose model calls failed after every retry (outcomes such as refusals excluded)."""
 
     @property
     def stats_line(self) -> str:
@@ -75,6 +84,7 @@ def run_spec(req: RunRequest) -> JSON:
 async def run_evaluation(req: RunRequest) -> RunResult:
     try:
         samples = req.task.load()
+        data_order = [s.id for s in samples]
         if req.shuffle is not None:
             # A seeded permutation before --limit: published orders can be sorted by label
             # (PubMedQA's first 20 test items are all "yes"), so a head slice can mislead.
@@ -86,29 +96,50 @@ async def run_evaluation(req: RunRequest) -> RunResult:
             # another executor checks each worker's own endpoint as it starts (RayExecutor does),
             # so the driver machine of a cluster run needs no model server of its own
             await req.model.check()
+            await fit_to_server(
+                req.task, req.model, default_scorers=req.default_scorers, typed_concurrency=req.concurrency
+            )
+            # the tokenizer, context size and room for the record, which the first item would
+            # otherwise refuse only after the run folder exists (it needs the model checked:
+            # a server reports its context size there)
+            await req.task.context_policy.check(samples, req.model)
         spec = run_spec(req)
         path = req.out or req.default_out(fingerprint(spec))
         manifest = build_manifest(spec, req.task.data_files)
         manifest["samples"] = len(samples)
         manifest["limit"] = req.limit
         manifest["shuffle"] = req.shuffle
+        manifest["sample_order"] = in_data_order(data_order, samples)
+        info = server_info(req.model)
+        if info is not None:
+            manifest["server"] = info.to_dict()
         run = RunDir.create_or_resume(path, manifest, overwrite=req.overwrite)
-        stats = await execute(
-            req.task,
-            req.model,
-            run,
-            samples,
-            repeats=req.repeats,
-            concurrency=req.concurrency,
-            progress=req.progress,
-            rerun_changed=req.rerun_changed,
-            executor=req.executor,
-        )
+        run.set_status("running", sample_order=manifest["sample_order"])  # a resume may take others
+        try:
+            stats = await execute(
+                req.task,
+                req.model,
+                run,
+                samples,
+                repeats=req.repeats,
+                concurrency=req.concurrency,
+                progress=req.progress,
+                rerun_changed=req.rerun_changed,
+                executor=req.executor,
+            )
+        except Exception:
+            # a new run that failed before its first record leaves no folder to refuse the
+            # corrected command as "a different run"
+            run.discard_if_unused()
+            raise
     finally:
         await req.model.aclose()
     wanted = {s.id for s in samples}
     records = [r for r in stats.records if r.sample.id in wanted and r.repeat < req.repeats]
-    summaries = summarize(records, [s.name for s in req.task.scorers])
+    scorers = req.task.scorers
+    summaries = summarize(
+        records, [s.name for s in scorers], reads_text={s.name for s in scorers if s.needs == "generate"}
+    )
     left = sum(1 for r in records if r.transient_failure)
     run_info: JSON = {
         "retried": stats.retried,
@@ -119,11 +150,22 @@ async def run_evaluation(req: RunRequest) -> RunResult:
     if isinstance(req.model, EndpointPool):
         # which server answered how much, and what was re-sent (URLs and counts, no patient text)
         run_info["endpoints"] = req.model.stats()
+    if isinstance(req.model, OpenAIModel):
+        run_info["concurrency"] = req.model.concurrency_stats()
+    failures = failure_report(records)
+    run_info["failed_items"] = {"count": failures.failed, "kinds": dict(failures.kinds)}
     atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries], "run": run_info})
     # complete only when every item has a record and none of them waits to be asked again
     complete = len(records) == len(samples) * req.repeats and left == 0
     run.set_status("complete" if complete else "incomplete")
-    return RunResult(run_path=path, stats=stats, summaries=summaries)
+    return RunResult(run_path=path, stats=stats, summaries=summaries, failures=failures)
+
+
+def in_data_order(data_order: list[str], chosen: list[Sample]) -> list[str]:
+    """The ids of the samples a run evaluates, in the order of the task's data (not the order of
+    --shuffle, nor the order they finish in): how the results browser lists them."""
+    wanted = {s.id for s in chosen}
+    return [sid for sid in data_order if sid in wanted]
 
 
 @dataclass(frozen=True, slots=True)

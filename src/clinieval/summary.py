@@ -1,9 +1,19 @@
-"""Per-scorer summaries of a run: score with a 95 % CI, shown with and without failures."""
+"""Per-scorer summaries of a run: score with a 95 % CI, shown with and without failures.
+
+Three kinds of "no score" are kept apart, because they mean different things:
+
+- a **failed model call** (timeout, server error...) is counted by kind, left out of the score and
+  counted as wrong in the strict score;
+- an **unscored** sample (no reference to compare with: ``Score.metadata["unscored"]``, or the
+  older ``error_kind: "no_reference"``) is not a failure of anything: it is left out of both;
+- an answer **cut at the token limit** is scored as written, and counted as wrong in the strict
+  score only by scorers that read the generated text (a log-likelihood scorer never does).
+"""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from clinieval.analysis.uncertainty import bootstrap_ci
@@ -26,11 +36,15 @@ class ScorerSummary:
     ci_low: float
     ci_high: float
     mean_failures_as_wrong: float
+    """The strict score: failed calls (and cut answers, for scorers that read them) counted as 0."""
     unparsed: int
     errors: dict[str, int] = field(default_factory=dict)
     truncated: int = 0
     """Scored answers the model stopped at the token limit (``finish_reason == "length"``): scored
-    as written in ``mean``, counted as wrong in ``mean_failures_as_wrong``."""
+    as written in ``mean``, counted as wrong in ``mean_failures_as_wrong``. Zero for a scorer that
+    does not read the generated text."""
+    unscored: int = 0
+    """Samples with nothing to score against (no reference): in neither mean, not a failure."""
 
     def to_dict(self) -> JSON:
         return asdict(self)
@@ -43,16 +57,31 @@ class _Tally:
     errors: Counter[str]
     unparsed: int
     truncated: int
+    unscored: int
+
+
+NO_REFERENCE = "no_reference"
+
+
+def unscored_reason(score: Score) -> str | None:
+    """Why a score has no value although nothing failed (no reference), or None."""
+    reason = score.metadata.get("unscored")
+    if reason:
+        return str(reason)
+    return NO_REFERENCE if score.metadata.get("error_kind") == NO_REFERENCE else None
 
 
 def _per_sample(scores: list[tuple[str, Score, bool]]) -> _Tally:
     """Average repeats within each sample; failures are kept apart, not averaged in, and a
-    truncated answer counts as wrong in the failures-as-wrong view."""
+    truncated answer counts as wrong in the strict view."""
     ok: dict[str, list[float]] = defaultdict(list)
     as_wrong: dict[str, list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
-    unparsed = truncated = 0
+    unparsed = truncated = unscored = 0
     for sample_id, s, cut in scores:
+        if s.value is None and unscored_reason(s) is not None:
+            unscored += 1
+            continue
         if s.value is None:
             errors[str(s.metadata.get("error_kind") or "unscored")] += 1
             as_wrong[sample_id].append(0.0)
@@ -63,17 +92,22 @@ def _per_sample(scores: list[tuple[str, Score, bool]]) -> _Tally:
         truncated += cut
     mean_ok = [sum(v) / len(v) for v in ok.values()]
     mean_wrong = [sum(v) / len(v) for v in as_wrong.values()]
-    return _Tally(mean_ok, mean_wrong, errors, unparsed, truncated)
+    return _Tally(mean_ok, mean_wrong, errors, unparsed, truncated, unscored)
 
 
 def _truncated(record: SampleRecord) -> bool:
     return record.output is not None and record.output.ok and record.output.finish_reason == "length"
 
 
-def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> list[ScorerSummary]:
+def summarize(
+    records: Sequence[SampleRecord], scorer_names: Sequence[str], reads_text: Collection[str] | None = None
+) -> list[ScorerSummary]:
+    """One summary per scorer name. ``reads_text`` names the scorers that read the generated text
+    (only their strict score counts a cut answer as wrong); None: every scorer does."""
     out: list[ScorerSummary] = []
     for name in scorer_names:
-        pairs = [(r.sample.id, r.scores[name], _truncated(r)) for r in records if name in r.scores]
+        cuts = reads_text is None or name in reads_text
+        pairs = [(r.sample.id, r.scores[name], cuts and _truncated(r)) for r in records if name in r.scores]
         tally = _per_sample(pairs)
         ok, wrong, errors = tally.ok, tally.wrong, tally.errors
         # No scored sample: mean and CI are both shown as NaN, "no data", rather than an error.
@@ -82,7 +116,7 @@ def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> l
             ScorerSummary(
                 scorer=name,
                 samples=len(pairs),
-                scored=len(pairs) - sum(errors.values()),
+                scored=len(pairs) - sum(errors.values()) - tally.unscored,
                 mean=sum(ok) / len(ok) if ok else float("nan"),
                 ci_low=lo,
                 ci_high=hi,
@@ -90,6 +124,7 @@ def summarize(records: Sequence[SampleRecord], scorer_names: Sequence[str]) -> l
                 unparsed=tally.unparsed,
                 errors=dict(errors),
                 truncated=tally.truncated,
+                unscored=tally.unscored,
             )
         )
     return out
@@ -100,26 +135,62 @@ def format_counts(counts: Mapping[str, int], empty: str = "-") -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or empty
 
 
+STRICT_NOTE = (
+    "strict: the score with failed model calls counted as wrong, and answers cut at the token limit "
+    "too for scorers that read the answer's text"
+)
+COLUMNS = ("scorer", "n", "score", "95% CI", "strict", "unparsed", "truncated", "unscored", "errors")
+
+
+def table_rows(summaries: Sequence[ScorerSummary]) -> list[list[str]]:
+    """The summary table's cells as text, numbers never shortened."""
+    rows: list[list[str]] = []
+    for s in summaries:
+        none = s.scored == 0  # nothing answered: no score, rather than "nan"
+        counted = s.samples - s.unscored
+        rows.append(
+            [
+                s.scorer,
+                f"{s.scored}/{counted}",
+                "-" if none else f"{s.mean:.3f}",
+                "-" if none else f"{s.ci_low:.3f}-{s.ci_high:.3f}",
+                "-"
+                if s.mean_failures_as_wrong != s.mean_failures_as_wrong
+                else f"{s.mean_failures_as_wrong:.3f}",
+                str(s.unparsed),
+                str(s.truncated),
+                str(s.unscored),
+                format_counts(s.errors),
+            ]
+        )
+    return rows
+
+
+def plain_table(summaries: Sequence[ScorerSummary]) -> str:
+    """The summary as aligned plain text of any width: for pipes, files and CI logs, where a
+    terminal's 80 columns would otherwise cut numbers off."""
+    rows = [list(COLUMNS), *table_rows(summaries)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    left = {0, len(COLUMNS) - 1}
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i in left else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+    return "\n".join([*lines, STRICT_NOTE])
+
+
 def render_table(summaries: Sequence[ScorerSummary], title: str) -> object:
-    """A rich Table (imported lazily: only the CLI renders)."""
+    """A rich Table for a terminal (imported lazily: only the CLI renders). Cells fold rather than
+    end in an ellipsis, so a narrow terminal never hides a number."""
     from rich.table import Table
 
-    caption = "fail=wrong: failed model calls and answers cut at the token limit counted as wrong"
-    table = Table(title=title, caption=caption)
-    for col in ("scorer", "n", "score", "95% CI", "fail=wrong", "unparsed", "truncated", "errors"):
+    table = Table(title=title, caption=STRICT_NOTE)
+    for col in COLUMNS:
         left = col in {"scorer", "errors"}
-        table.add_column(col, justify="left" if left else "right", no_wrap=col != "errors")
-    for s in summaries:
-        errors = format_counts(s.errors)
-        none = s.scored == 0  # nothing answered: no score, rather than "nan"
-        table.add_row(
-            s.scorer,
-            f"{s.scored}/{s.samples}",
-            "-" if none else f"{s.mean:.3f}",
-            "-" if none else f"{s.ci_low:.3f}-{s.ci_high:.3f}",
-            f"{s.mean_failures_as_wrong:.3f}",
-            str(s.unparsed),
-            str(s.truncated),
-            errors,
-        )
+        table.add_column(col, justify="left" if left else "right", overflow="fold")
+    for row in table_rows(summaries):
+        table.add_row(*row)
     return table

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import sys
 from pathlib import Path
@@ -11,17 +12,29 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
-from clinieval.errors import UserError, storage_message
+from clinieval.cli_options import (
+    AllowHost,
+    AllowRunFailures,
+    Concurrency,
+    NCtx,
+    OutputFormat,
+    Retries,
+    ServerKindOption,
+    ShowProgress,
+    Timeout,
+    command_group,
+)
+from clinieval.errors import EXIT_FAILED_ITEMS, UserError, storage_message
+from clinieval.failures import FailureReport, parse_allowed
 from clinieval.fsutil import slug
 from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import Scorer
-from clinieval.summary import ScorerSummary, format_counts
-from clinieval.task import Task
+from clinieval.summary import ScorerSummary
+from clinieval.task import PromptTemplate, Task
 
 if TYPE_CHECKING:
-    from clinieval.analysis.rank_agreement import GoldRule
+    from clinieval.session import RunResult
 
 app = command_group("Offline, private evaluation of language models on clinical tasks.")
 
@@ -29,8 +42,10 @@ app = command_group("Offline, private evaluation of language models on clinical 
 def _add_subcommands() -> None:
     """Each benchmark's own commands as ``clinieval NAME``, then the shared ones."""
     from clinieval.benchmarks import BENCHMARKS
+    from clinieval.cli.analyze import analyze, export
     from clinieval.cli.correlate import correlate
     from clinieval.cli.ehr import app as ehr_app
+    from clinieval.cli.judge import judge
     from clinieval.review.cli import make_review_app
     from clinieval.view.cli import view
 
@@ -41,6 +56,9 @@ def _add_subcommands() -> None:
         commands = benchmark.commands()
         if commands is not None:
             app.add_typer(commands, name=benchmark.name, help=benchmark.description)
+    app.command("analyze")(analyze)
+    app.command("export")(export)
+    app.command("judge")(judge)
     app.command("correlate")(correlate)
     app.command("view")(view)
 
@@ -76,13 +94,19 @@ def _build_task(
     split: str | None,
     scorers: list[Scorer] | None,
     budget: tuple[str | None, int | None],
+    prompt: PromptTemplate | None = None,
 ) -> Task:
     from clinieval.benchmark import TaskRequest, find_benchmark
     from clinieval.benchmarks import BENCHMARKS
 
     tokenizer, max_context = budget
-    request = TaskRequest(name, data, split, scorers, budget_tokenizer=tokenizer, max_context=max_context)
-    return find_benchmark(BENCHMARKS, name).task(request)
+    request = TaskRequest(
+        name, data, split, scorers, budget_tokenizer=tokenizer, max_context=max_context, prompt=prompt
+    )
+    built = find_benchmark(BENCHMARKS, name).task(request)
+    if prompt is not None:  # every benchmark's task takes --prompt, whether or not it reads it
+        built.prompt = prompt
+    return built
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -112,6 +136,13 @@ def run(
     ] = None,
     split: Annotated[str | None, typer.Option(help="dataset split (pubmedqa: test or all)")] = None,
     scorer: Annotated[list[str] | None, typer.Option(help="scorer name (repeatable)")] = None,
+    prompt: Annotated[
+        Path | None,
+        typer.Option(
+            help="prompt template file using {input}, {context} and {choices} (lettered lines) "
+            "(default: the task's own)"
+        ),
+    ] = None,
     tokenizer: Annotated[
         str | None,
         typer.Option(help="budget tokenizer for long records, e.g. tiktoken:cl100k_base (default: model's)"),
@@ -146,14 +177,21 @@ def run(
     ray_workers: Annotated[
         int | None, typer.Option(min=1, help="with --executor ray: how many workers (default: one per node)")
     ] = None,
+    server_kind: ServerKindOption = None,
+    allow_failures: AllowRunFailures = None,
+    output_format: OutputFormat = "text",
 ) -> None:
-    """Evaluate MODEL on TASK; re-running the same command resumes where it stopped."""
+    """Evaluate MODEL on TASK; re-running the same command resumes where it stopped.
+
+    Exit status: 0 done; 1 every model call failed; 2 a mistake in the command or its input (nothing
+    written); 3 finished, but items failed after retries (see the lines above it; --allow-failures)."""
     _setup_logging(verbose)
     from clinieval.distributed import TaskRecipe, WorkerJob, open_executor
     from clinieval.session import RunRequest, run_evaluation
 
     scorers = _pick_scorers(scorer)
-    the_task = _build_task(task, data, split, scorers, (tokenizer, max_context))
+    template = None if prompt is None else PromptTemplate.from_file(prompt)
+    the_task = _build_task(task, data, split, scorers, (tokenizer, max_context), template)
     # The task's own generation settings are the defaults; the flags override them.
     the_task.generation = dataclasses.replace(
         the_task.generation,
@@ -162,7 +200,9 @@ def run(
         seed=seed,
         stop=tuple(stop or ()),
     )
-    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
+    allowed = parse_allowed(allow_failures)
+    fmt = _output_format(output_format)
+    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host, server_kind)
     the_model = parse_model_spec(model, options)
     # Ray workers rebuild the task from its command-line recipe and the model from its spec.
     recipe = TaskRecipe.of(
@@ -174,6 +214,7 @@ def run(
         the_task.generation,
         build=_build_task,
         pick_scorers=_pick_scorers,
+        prompt=the_task.prompt,  # as the driver resolved it: a worker may not have the data file
     )
     job = WorkerJob(recipe, model, options)
     with open_executor(executor, job, ray_address=ray_address, ray_workers=ray_workers) as chosen:
@@ -191,21 +232,83 @@ def run(
             rerun_changed=rerun_changed,
             executor=chosen,
             default_out=lambda fp: Path("runs") / f"{slug(the_task.name)}-{slug(the_model.name)}-{fp[:8]}",
+            default_scorers=not scorer,
         )
         result = asyncio.run(run_evaluation(request))
-    _print_result(result.run_path, result.summaries, result.stats_line)
+    _print_result(result.run_path, result.summaries, result.stats_line, fmt, result.failures)
     if model.startswith("llamacpp:") and "/" not in model:
         typer.echo(TINY_MODEL_NOTE.format(name=the_model.name), err=True)
-    if result.summaries and all(s.samples and not s.scored for s in result.summaries):
-        errors = format_counts(result.summaries[0].errors)
+    _exit_for_failures(result, allowed)
+
+
+def _exit_for_failures(result: RunResult, allowed: float | None) -> None:
+    """Exit 1 when every call failed (refusals included: there is no score at all), 3 when some
+    items failed beyond what --allow-failures accepts; one line per failure kind with its likely
+    fix comes first."""
+    if result.summaries and all(s.samples and not s.scored and not s.unscored for s in result.summaries):
+        kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.summaries[0].errors.items()))
         typer.echo(
-            f"error: every model call failed ({errors}); the messages are in {result.run_path}/samples.jsonl",
+            f"error: every model call failed ({kinds}); the messages are in {result.run_path}/samples.jsonl",
             err=True,
         )
         raise typer.Exit(1)
+    report = result.failures
+    if not report.failed:
+        return
+    everything = report.failed == report.total
+    accepted = report.accepted(allowed)
+    label = "warning" if accepted and not everything else "error"
+    typer.echo(f"{label}: {report.headline()} in {result.run_path}:", err=True)
+    for line in report.lines():
+        typer.echo(line, err=True)
+    if everything:
+        typer.echo(f"the messages are in {result.run_path}/samples.jsonl", err=True)
+        raise typer.Exit(1)
+    if not accepted:
+        typer.echo(
+            "the score is over the answered items only; run the same command again to ask just the failed "
+            "ones, or pass --allow-failures [FRACTION] to accept them",
+            err=True,
+        )
+        raise typer.Exit(EXIT_FAILED_ITEMS)
 
 
-def _print_result(path: Path, summaries: list[ScorerSummary], stats_line: str) -> None:
+def _output_format(value: str) -> str:
+    from clinieval.errors import one_of
+
+    return one_of(value, ("text", "json"), "--format")
+
+
+def _print_result(
+    path: Path,
+    summaries: list[ScorerSummary],
+    stats_line: str,
+    fmt: str = "text",
+    failures: FailureReport | None = None,
+) -> None:
+    """The summary: JSON for scripts; a folding table on a terminal; plain aligned text in a pipe
+    or a CI log, where rich would cut the table at 80 columns."""
+    if fmt == "json":
+        from clinieval.fsutil import finite_json
+
+        data: dict[str, object] = {
+            "run": str(path),
+            "summaries": [s.to_dict() for s in summaries],
+            "stats": stats_line,
+        }
+        if failures is not None:
+            data["failed_items"] = {
+                "count": failures.failed,
+                "of": failures.total,
+                "kinds": dict(failures.kinds),
+            }
+        typer.echo(json.dumps(finite_json(data), indent=2, ensure_ascii=False, allow_nan=False))
+        return
+    if not sys.stdout.isatty():
+        from clinieval.summary import plain_table
+
+        typer.echo(f"{path}\n{plain_table(summaries)}\n{stats_line}")
+        return
     from rich.console import Console
 
     from clinieval.summary import render_table
@@ -219,109 +322,35 @@ def _print_result(path: Path, summaries: list[ScorerSummary], stats_line: str) -
 def score(
     run_dir: Annotated[Path, typer.Argument(help="a finished run directory")],
     scorer: Annotated[list[str], typer.Option(help="scorer name (repeatable)")],
+    output_format: OutputFormat = "text",
 ) -> None:
     """Re-score RUN_DIR with other scorers without calling the model under test."""
     from clinieval.rescore import rescore
     from clinieval.runs import RunDir
 
+    fmt = _output_format(output_format)
     run_ = RunDir.open(run_dir)
     summaries = rescore(run_, _pick_scorers(scorer) or [])
-    _print_result(run_dir, summaries, f"scores written to {run_dir / 'scores'}")
+    _print_result(run_dir, summaries, f"scores written to {run_dir / 'scores'}", fmt)
 
 
 @app.command()
-def summary(run_dir: Annotated[Path, typer.Argument(help="a run directory")]) -> None:
+def summary(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")], output_format: OutputFormat = "text"
+) -> None:
     """Print the summary table of a run from its results file."""
+    from clinieval.failures import failure_report
     from clinieval.runs import RunDir
     from clinieval.summary import summarize
 
+    fmt = _output_format(output_format)
     run_ = RunDir.open(run_dir)
     names = run_.manifest()["spec"]["task"]["scorers"]
-    _print_result(run_dir, summarize(run_.records(), names), f"status: {run_.manifest()['status']}")
-
-
-@app.command()
-def analyze(
-    table: Annotated[
-        Path, typer.Argument(help="per-item results: .csv, .tsv or .jsonl, one row per item and model")
-    ],
-    item: Annotated[str, typer.Option(help="column naming the item")] = "item",
-    model: Annotated[str, typer.Option(help="column naming the model")] = "model",
-    score: Annotated[
-        list[str] | None, typer.Option(help="score column (repeatable; default: every other numeric column)")
-    ] = None,
-    lower_is_better: Annotated[
-        list[str] | None, typer.Option(help="score column where lower is better (repeatable)")
-    ] = None,
-    human_rank: Annotated[
-        str | None, typer.Option(help="column with the clinician's rank (1 = best)")
-    ] = None,
-    human_score: Annotated[
-        str | None, typer.Option(help="column with the clinician's score, to judge a judge against")
-    ] = None,
-    human_label: Annotated[
-        str, typer.Option(help="what the human columns are, in the report (e.g. 'computed reference')")
-    ] = "clinician",
-    correct: Annotated[
-        str | None, typer.Option(help="column with binary correctness (1/0, true/false)")
-    ] = None,
-    cluster: Annotated[
-        str | None, typer.Option(help="column to cluster the bootstrap by (patient, instruction)")
-    ] = None,
-    group: Annotated[
-        list[str] | None, typer.Option(help="subgroup column for the chi-square of --correct (repeatable)")
-    ] = None,
-    rater: Annotated[
-        str | None, typer.Option(help="column naming the clinician, for inter-rater agreement")
-    ] = None,
-    run: Annotated[
-        str | None, typer.Option(help="column naming a repeated run, for rank instability")
-    ] = None,
-    gold_rank: Annotated[
-        str,
-        typer.Option(help="with --run, a gold rank among tied modes: first (EHRNoteQA), smallest, median"),
-    ] = "smallest",
-    out: Annotated[Path | None, typer.Option(help="folder for analysis.json and analysis.md")] = None,
-    level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
-    resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
-    seed: Annotated[int, typer.Option(help="bootstrap and permutation seed")] = 0,
-) -> None:
-    """Statistics of results you already have: CIs, paired tests, rankings, agreement with clinicians."""
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    from clinieval.analysis.analyze import AnalyzeOptions
-    from clinieval.analysis.analyze import analyze as run_analysis
-    from clinieval.analysis.markdown import render_markdown
-    from clinieval.analysis.table import read_table
-    from clinieval.fsutil import atomic_write_json, atomic_write_text
-
-    options = AnalyzeOptions(
-        item=item,
-        model=model,
-        scores=tuple(score or ()),
-        lower_is_better=frozenset(lower_is_better or ()),
-        human_rank=human_rank,
-        human_score=human_score,
-        human_label=human_label,
-        correct=correct,
-        cluster=cluster,
-        groups=tuple(group or ()),
-        rater=rater,
-        run=run,
-        gold_rank=_gold_rule(gold_rank),
-        level=level,
-        resamples=resamples,
-        seed=seed,
-    )
-    result = run_analysis(read_table(table), options)
-    text = render_markdown(result)
-    Console().print(Markdown(text))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(out / "analysis.json", result)
-        atomic_write_text(out / "analysis.md", text)
-        typer.echo(f"written: {out / 'analysis.json'}, {out / 'analysis.md'}")
+    known = _scorers()
+    reads_text = {n for n in names if n not in known or known[n].needs == "generate"}
+    records = run_.records()
+    status = f"status: {run_.manifest()['status']}"
+    _print_result(run_dir, summarize(records, names, reads_text), status, fmt, failure_report(records))
 
 
 @app.command()
@@ -331,13 +360,6 @@ def benchmarks() -> None:
 
     for benchmark in BENCHMARKS:
         typer.echo(f"{benchmark.name}\t{benchmark.description}")
-
-
-def _gold_rule(name: str) -> GoldRule:
-    from clinieval.analysis.rank_agreement import GOLD_RULES
-    from clinieval.errors import one_of
-
-    return one_of(name, GOLD_RULES, "--gold-rank")
 
 
 @app.command()
@@ -353,9 +375,38 @@ def models() -> None:
         typer.echo(f"llamacpp:{entry.name}\t{entry.description}\n    {where}")
 
 
+OPTIONAL_VALUES = {"--allow-failures": "all"}
+"""Options whose value may be left out (``--allow-failures`` alone, or ``--allow-failures 0.05``):
+click can parse them, but typer does not pass ``flag_value`` on, so the bare form is spelt out
+here before typer sees the arguments."""
+
+
+def _with_optional_values(args: list[str]) -> list[str]:
+    """``args`` with the implied value after a bare optional-value option (a value is only what
+    reads as one: a number or ``all``; anything else, a path or another option, follows it)."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and not _is_value(args[i + 1] if i + 1 < len(args) else None):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
+
+
+def _is_value(token: str | None) -> bool:
+    if token is None:
+        return False
+    if token == "all":
+        return True
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
 def main() -> None:
     try:
-        app()
+        app(args=_with_optional_values(sys.argv[1:]))
     except UserError as e:
         typer.echo(f"error: {e}", err=True)
         sys.exit(2)

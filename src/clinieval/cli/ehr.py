@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_options import ShowProgress
+from clinieval.cli_options import ShowProgress, command_group
 from clinieval.ehr.timeline import Timeline
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_text, staged_dir
@@ -17,7 +17,7 @@ from clinieval.fsutil import atomic_write_text, staged_dir
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-app = typer.Typer(no_args_is_help=True, help="Patient records: OMOP CDM, MedAlign XML, synthetic patients.")
+app = command_group("Patient records: OMOP CDM, MedAlign XML, synthetic patients.")
 
 
 def _check_output(out_dir: Path, overwrite: bool) -> None:

@@ -16,6 +16,7 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import random
@@ -28,7 +29,9 @@ import orjson
 
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
+from clinieval.models.concurrency import AdaptiveLimit
 from clinieval.models.http1 import Http1Client, TransportError, split_url
+from clinieval.models.server import ServerInfo, ServerKind, detect_server, echo_probe
 from clinieval.privacy import check_endpoint
 from clinieval.types import (
     JSON,
@@ -103,6 +106,7 @@ class OpenAIModel:
         retry: RetryPolicy | None = None,
         api_key: str | None = None,
         allow_hosts: Sequence[str] = (),
+        server_kind: ServerKind | None = None,
     ) -> None:
         check_endpoint(base_url, allow_hosts)
         try:
@@ -121,8 +125,12 @@ class OpenAIModel:
         auth = {"Authorization": f"Bearer {api_key}", "api-key": api_key} if api_key else {}
         self._headers = {"Content-Type": "application/json", **auth}
         self._http: Http1Client | None = None
-        self._sem: asyncio.Semaphore | None = None
+        self._limit: AdaptiveLimit | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._server_kind = server_kind
+        self._models_headers: dict[str, str] = {}
+        self.server_info: ServerInfo | None = None
+        """What :meth:`check` learnt about the server (None before it ran)."""
 
     @property
     def name(self) -> str:
@@ -136,6 +144,36 @@ class OpenAIModel:
     def max_concurrency(self) -> int:
         return self._max_concurrency
 
+    @property
+    def context_length(self) -> int | None:
+        """The server's context size per request, where it reports one (after :meth:`check`)."""
+        return None if self.server_info is None else self.server_info.context_size
+
+    def limit_concurrency(self, ceiling: int) -> None:
+        """Keep at most ``ceiling`` requests in flight (the server's slots), from now on."""
+        self._max_concurrency = max(1, ceiling)
+        if self._limit is not None:
+            self._limit.set_ceiling(self._max_concurrency)
+
+    def concurrency_status(self) -> str:
+        """Requests in flight and the current limit, for the progress line."""
+        limit = self._limit
+        return f"in flight 0/{self._max_concurrency}" if limit is None else limit.status()
+
+    def concurrency_stats(self) -> JSON:
+        """How the adaptive limit moved during the run (for summary.json)."""
+        limit = self._limit
+        if limit is None:
+            return {"ceiling": self._max_concurrency, "final": self._max_concurrency}
+        stats = limit.stats
+        return {
+            "ceiling": limit.ceiling,
+            "final": limit.limit,
+            "lowest": stats.lowest,
+            "decreases": stats.decreases,
+            "increases": stats.increases,
+        }
+
     def render(self, messages: Sequence[Message]) -> str:
         return render_plain(messages)
 
@@ -144,7 +182,7 @@ class OpenAIModel:
         loop = asyncio.get_running_loop()
         if self._http is None or self._loop is not loop:
             self._loop = loop
-            self._sem = asyncio.Semaphore(self._max_concurrency)
+            self._limit = AdaptiveLimit(self._max_concurrency, slow_after_s=self.timeout_s / 2)
             # never through a proxy, whatever the environment says: patient text goes only where asked
             self._http = Http1Client(
                 self.base_url,
@@ -174,7 +212,9 @@ class OpenAIModel:
         Otherwise every sample would be recorded as the same failure.
         """
         try:
-            status, body, _ = await self._request("GET", self._url("/models"), timeout_s=10.0)
+            response = await self._client().request("GET", self._url("/models"), None, timeout_s=10.0)
+            status, body = response.status, response.body
+            self._models_headers = dict(response.headers)
         except (TransportError, TimeoutError) as e:
             raise UserError(
                 f"cannot reach {self.base_url}: {type(e).__name__} ({e or 'no answer'}); "
@@ -192,6 +232,40 @@ class OpenAIModel:
                 f"{self.base_url}: serves {', '.join(sorted(served))}, not {self.model!r}; "
                 "use one of those after '@' in the model spec"
             )
+        root = self.base_url.partition("?")[0].rstrip("/").removesuffix("/v1")
+        self.server_info = await detect_server(
+            self._fetch,
+            root,
+            self.model,
+            body if status == 200 else None,
+            self._models_headers,
+            self._server_kind,
+        )
+
+    async def _fetch(
+        self, method: str, url: str, payload: JSON | None
+    ) -> tuple[int, bytes, dict[str, str]] | None:
+        """One short request for server detection; None when it gets no answer."""
+        try:
+            data = None if payload is None else orjson.dumps(payload)
+            response = await self._client().request(method, url, data, timeout_s=10.0)
+        except (TransportError, TimeoutError):
+            return None
+        return response.status, response.body, dict(response.headers)
+
+    async def serves_loglikelihood(self) -> tuple[bool, str]:
+        """Whether this server's echoed prompt log-probabilities can be trusted, and why not.
+
+        A server of known kind is answered from what that kind does; an unknown one is asked once
+        with a tiny request (see :func:`clinieval.models.server.echo_probe`).
+        """
+        info = self.server_info
+        if info is None:
+            return True, ""
+        if info.prompt_logprobs == "unknown":
+            probed = await echo_probe(self._fetch, self._url("/completions"), self.model)
+            info = self.server_info = dataclasses.replace(info, probed=probed)
+        return info.serves_loglikelihood, info.loglik_problem()
 
     async def _probe(self) -> None:
         """No ``/models`` route: one tiny request tells a gateway without it from a wrong URL."""
@@ -215,12 +289,12 @@ class OpenAIModel:
         """POST with retries; returns the JSON body or raises a classified _Failure."""
         url = self._url(path)
         self._client()
-        assert self._sem is not None
+        limit = self._limit
+        assert limit is not None
         attempt = 0
         while True:
             try:
-                async with self._sem:
-                    status, raw, retry_after = await self._request("POST", url, payload)
+                status, raw, retry_after = await self._limited(limit, url, payload)
                 if status == 200:
                     try:
                         body: JSON = orjson.loads(raw)
@@ -243,6 +317,22 @@ class OpenAIModel:
             log.info("retrying %s after %s (attempt %d, %.2fs)", path, failure.kind, attempt + 1, delay)
             await asyncio.sleep(delay)
             attempt += 1
+
+    async def _limited(self, limit: AdaptiveLimit, url: str, payload: JSON) -> tuple[int, bytes, str | None]:
+        """One POST inside the adaptive limit, which learns from how it went: a timeout, 429 or
+        503 lowers it (see models/concurrency.py)."""
+        sent_in = await limit.acquire()
+        start = time.perf_counter()
+        overloaded = False
+        try:
+            status, raw, retry_after = await self._request("POST", url, payload)
+            overloaded = status in {429, 503}
+            return status, raw, retry_after
+        except TimeoutError:
+            overloaded = True
+            raise
+        finally:
+            limit.release(sent_in, overloaded=overloaded, latency_s=time.perf_counter() - start)
 
     def _sampling(self, config: GenerationConfig) -> JSON:
         payload: JSON = {

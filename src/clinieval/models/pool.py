@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 
 from clinieval.errors import UserError
 from clinieval.models.openai_http import OpenAIModel, RetryPolicy
+from clinieval.models.server import ServerInfo, ServerKind
 from clinieval.privacy import check_endpoint
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput
 
@@ -96,6 +97,7 @@ class EndpointPool:
         api_key: str | None = None,
         allow_hosts: Sequence[str] = (),
         probe_interval_s: float = PROBE_INTERVAL_S,
+        server_kind: ServerKind | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("an endpoint pool needs at least one endpoint")
@@ -106,6 +108,7 @@ class EndpointPool:
         self.retry = retry or RetryPolicy()
         self.probe_interval_s = probe_interval_s
         self._failovers = 0
+        self._server_kind = server_kind
         self._changed = asyncio.Event()
         self._endpoints = [
             self._endpoint(e, default_concurrency, timeout_s, api_key, allow_hosts) for e in endpoints
@@ -129,6 +132,7 @@ class EndpointPool:
             retry=RetryPolicy(max_retries=0),  # fail fast: the pool decides where to try again
             api_key=api_key,
             allow_hosts=allow_hosts,
+            server_kind=self._server_kind,
         )
         return _Endpoint(url=config.url.rstrip("/"), model=client, concurrency=concurrency)
 
@@ -193,6 +197,38 @@ class EndpointPool:
                 len(self._endpoints),
                 " | ".join(reason for _, reason in problems),
             )
+
+    @property
+    def server_info(self) -> ServerInfo | None:
+        """What the first usable server said about itself (the pool's servers serve one model)."""
+        return next((e.model.server_info for e in self._endpoints if e.model.server_info is not None), None)
+
+    @property
+    def context_length(self) -> int | None:
+        """The smallest context any server reports: a prompt must fit wherever it is sent."""
+        sizes = [e.model.context_length for e in self._endpoints if e.model.context_length is not None]
+        return min(sizes) if sizes else None
+
+    async def serves_loglikelihood(self) -> tuple[bool, str]:
+        """True only if every server that answered can be trusted with log-likelihoods."""
+        for endpoint in self._endpoints:
+            if endpoint.model.server_info is None:
+                continue
+            ok, why = await endpoint.model.serves_loglikelihood()
+            if not ok:
+                return False, f"{endpoint.url}: {why}"
+        return True, ""
+
+    def limit_to_slots(self) -> None:
+        """Each server's requests in flight no higher than the slots it reports."""
+        for endpoint in self._endpoints:
+            info = endpoint.model.server_info
+            if info is not None and info.slots is not None and endpoint.concurrency > info.slots:
+                endpoint.concurrency = info.slots
+                endpoint.model.limit_concurrency(info.slots)
+
+    def concurrency_status(self) -> str:
+        return f"in flight {sum(e.in_flight for e in self._endpoints)}/{self.max_concurrency}"
 
     async def aclose(self) -> None:
         """Stop the health checks, close every server's connections, log the counters.

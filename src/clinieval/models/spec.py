@@ -28,6 +28,7 @@ from clinieval.privacy import check_endpoint
 
 if TYPE_CHECKING:
     from clinieval.models.pool import EndpointConfig, PoolApi
+    from clinieval.models.server import ServerKind
 
 EXAMPLES = (
     "llamacpp:smollm2-135m-instruct, llamacpp:/path/model.gguf, openai:http://127.0.0.1:8080/v1@model-name"
@@ -44,6 +45,8 @@ class BackendOptions:
     n_ctx: int = 4096
     allow_hosts: Sequence[str] = ()
     chat: bool | None = None
+    server_kind: ServerKind | None = None
+    """What an HTTP server is, when the user says so (``--server-kind``); None: ask the server."""
 
     @classmethod
     def from_cli(
@@ -53,14 +56,19 @@ class BackendOptions:
         retries: int,
         concurrency: int | None,
         allow_host: Sequence[str] | None,
+        server_kind: str | None = None,
     ) -> BackendOptions:
         """The options every command that opens a model spells the same way on the command line."""
+        from clinieval.errors import one_of
+        from clinieval.models.server import SERVER_KINDS
+
         return cls(
             concurrency=concurrency,
             timeout_s=timeout,
             max_retries=retries,
             n_ctx=n_ctx,
             allow_hosts=tuple(allow_host or ()),
+            server_kind=None if server_kind is None else one_of(server_kind, SERVER_KINDS, "--server-kind"),
         )
 
 
@@ -113,6 +121,7 @@ def _openai(prefix: str, rest: str, spec: str, opts: BackendOptions) -> Model:
         retry=RetryPolicy(max_retries=opts.max_retries),
         api_key=os.environ.get("CLINIEVAL_API_KEY"),
         allow_hosts=opts.allow_hosts,
+        server_kind=opts.server_kind,
     )
 
 
@@ -176,6 +185,7 @@ def _pool(model: str, endpoints: Sequence[EndpointConfig], api: PoolApi, opts: B
         retry=RetryPolicy(max_retries=opts.max_retries),
         api_key=os.environ.get("CLINIEVAL_API_KEY"),
         allow_hosts=opts.allow_hosts,
+        server_kind=opts.server_kind,
     )
 
 
@@ -197,8 +207,47 @@ def _llamacpp(target: str, opts: BackendOptions) -> Model:
 
 
 def model_short_name(model_spec: str) -> str:
-    """The model part of a spec without backend or folders (``llamacpp:/m/x.gguf`` -> ``x.gguf``)."""
-    return model_spec.split(":", 1)[-1].rsplit("/", 1)[-1]
+    """The model a spec names, as a reader knows it: for arm folders and table labels, which must
+    not be named after a URL's path (``openai:http://h:8080/v1@smol`` was once ``v1@smol``).
+
+    ``openai:URL@NAME`` and ``openai:URL1,URL2@NAME`` give NAME, ``openai:FILE.yaml`` the model the
+    endpoints file names (its stem when the file cannot be read now), ``llamacpp:/m/x.gguf`` the
+    file's stem ``x``, ``llamacpp:NAME`` the embedded model's name. Only the last ``/`` part of a
+    name is kept (``meta-llama/Llama-3.1-8B`` gives ``Llama-3.1-8B``).
+    """
+    prefix, _, target = model_spec.partition(":")
+    name = target or model_spec
+    if prefix.startswith("openai"):
+        name = _openai_model_name(target) or name
+    elif prefix == "llamacpp" and target.endswith(".gguf"):
+        name = target[: -len(".gguf")]
+    return name.rstrip("/").rsplit("/", 1)[-1] or model_spec
+
+
+def _openai_model_name(target: str) -> str | None:
+    """NAME of ``URL@NAME``, or the model an endpoints file names; None when there is neither."""
+    from clinieval.models.pool import is_endpoints_file
+
+    if is_endpoints_file(target):
+        path = Path(target)
+        return _endpoints_file_model(path) or path.stem
+    _, sep, name = target.rpartition("@")
+    return name if sep else None
+
+
+def _endpoints_file_model(path: Path) -> str | None:
+    """The ``model:`` of an endpoints file, read leniently: a name is wanted here, not a check
+    (running the spec checks the file; a report may be made where the file no longer is)."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    try:
+        data = yaml.safe_load(path.expanduser().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, RuntimeError, yaml.YAMLError):
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model.strip() if isinstance(model, str) and model.strip() else None
 
 
 def arm_dir_name(model_spec: str, variant: str) -> str:

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
+from clinieval.scoring.choices import read_letter, shows_lettered
 from clinieval.types import ModelOutput, Score
 
 Needs = Literal["generate", "loglikelihood"]
@@ -45,6 +46,12 @@ def failed_score(kind: str | None, message: str | None) -> Score:
     return Score(value=None, explanation=message, metadata={"error_kind": kind})
 
 
+def no_reference() -> Score:
+    """An unscored result for a sample with nothing to compare against: neither right nor wrong,
+    and not a failure (the summary counts it as ``unscored``, outside both means)."""
+    return Score(value=None, metadata={"unscored": "no_reference"})
+
+
 def generated_output(record: SampleRecord, scorer: str) -> ModelOutput:
     """The record's generated output, or a UserError for runs made without generation."""
     if record.output is None:
@@ -55,14 +62,23 @@ def generated_output(record: SampleRecord, scorer: str) -> ModelOutput:
 _ANSWER_CUE = re.compile(r"answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
 
 
-def extract_choice(text: str, choices: tuple[str, ...]) -> str | None:
+def extract_choice(text: str, choices: tuple[str, ...], *, lettered: bool = False) -> str | None:
     """Find which choice a free-text answer gives.
 
-    Prefers a choice right after an "answer:" cue, then the earliest whole-word mention. Matching
-    is case-insensitive; the returned value is the choice as written in the sample.
+    With ``lettered`` (the prompt listed the choices as ``A. ...`` lines) a letter answer counts
+    first: a leading label (``B``, ``B.``, ``(B)``) or a cue (``Answer: B``); see
+    :func:`clinieval.scoring.choices.read_letter`. Otherwise, or when no letter is given, the
+    choice's text: the one right after an "answer:" cue, then the earliest whole-word mention.
+    Matching of texts is case-insensitive; the returned value is the choice as written in the
+    sample. Without ``lettered`` a letter is never read (PubMedQA's yes/no/maybe are not lettered:
+    a model that answers "C" did not choose "maybe").
     """
     if not choices:
         return None
+    if lettered:
+        letter, _ = read_letter(text, len(choices))
+        if letter is not None:
+            return choices[ord(letter) - ord("A")]
     alternation = "|".join(re.escape(c) for c in sorted(choices, key=len, reverse=True))
     word = re.compile(rf"(?<![\w])({alternation})(?![\w])", re.IGNORECASE)
     lowered = {c.lower(): c for c in choices}
@@ -76,7 +92,11 @@ def extract_choice(text: str, choices: tuple[str, ...]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class ChoiceExtraction:
-    """Accuracy of the choice read out of generated text (unreadable answers count as wrong)."""
+    """Accuracy of the choice read out of generated text (unreadable answers count as wrong).
+
+    A letter is accepted only when the record's messages (the prompt as sent) listed the choices
+    lettered, so the same scorer serves lettered tasks and PubMedQA's unlettered yes/no/maybe.
+    """
 
     name: str = "choice_extract"
     needs: Needs = "generate"
@@ -87,13 +107,31 @@ class ChoiceExtraction:
         if not out.ok:
             return failed_score(out.error_kind, out.error_message)
         sample = record.sample
-        answer = extract_choice(out.text, sample.choices)
-        correct = answer is not None and answer.lower() in {t.lower() for t in sample.all_targets}
+        if not sample.all_targets:
+            return no_reference()
+        lettered = shows_lettered((m.content for m in record.messages), sample.choices)
+        answer = extract_choice(out.text, sample.choices, lettered=lettered)
+        accepted = {t.lower() for t in _targets_as_choices(sample.all_targets, sample.choices, lettered)}
+        correct = answer is not None and answer.lower() in accepted
         return Score(
             value=1.0 if correct else 0.0,
             answer=answer,
             metadata={"unparsed": answer is None},
         )
+
+
+def _targets_as_choices(targets: tuple[str, ...], choices: tuple[str, ...], lettered: bool) -> list[str]:
+    """The targets, with a letter target (``"B"``) also meaning its choice when the options were
+    shown lettered, so a file may give the answer either way (a letter that is itself a choice
+    keeps its meaning)."""
+    found = list(targets)
+    if lettered:
+        for t in targets:
+            letter = t.strip().upper()
+            index = ord(letter) - ord("A") if len(letter) == 1 else -1
+            if 0 <= index < len(choices) and t not in choices:
+                found.append(choices[index])
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +151,8 @@ class ChoiceLoglik:
             )
         if not ll.ok:
             return failed_score(ll.error_kind, ll.error_message)
+        if not record.sample.all_targets:
+            return no_reference()
         choices = record.sample.choices
         values = list(ll.logliks)
         if self.normalize:
@@ -151,6 +191,8 @@ class ExactMatch:
         out = generated_output(record, self.name)
         if not out.ok:
             return failed_score(out.error_kind, out.error_message)
+        if not record.sample.all_targets:
+            return no_reference()
         got = _normalize_text(out.text)
         hit = any(got == _normalize_text(t) for t in record.sample.all_targets)
         return Score(value=1.0 if hit else 0.0, answer=out.text.strip())

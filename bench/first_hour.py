@@ -1,0 +1,179 @@
+"""A newcomer's first hour, timed: the six jobs of docs/first-hour.md against a real local server.
+
+One command starts ``python -m llama_cpp.server`` with the embedded SmolLM2-135M (n_ctx 2048, as a
+newcomer's server would have), then runs each job through the real CLI with ``--limit 10``, one
+after another, and records its wall time, exit status and what it printed:
+
+  1 pubmedqa     clinieval run pubmedqa -m openai:URL@smol     (the defaults: what the server can serve)
+  1b baseline    the same with --scorer choice_extract         (the issue's 17 s reference)
+  2 mcq          clinieval run questions.jsonl (five lettered questions of one's own)
+  3 medalign     clinieval ehr omop2xml (Synthea OMOP) + clinieval run medalign over three patients
+  4 judge        clinieval judge RUN --rubric reference_correct       (the server as the judge)
+  5 compare      clinieval run pubmedqa with the embedded Gemma-3, then clinieval analyze A B
+  6 view         clinieval view A B
+
+Goals (issue 23): each job under 2 minutes on 2 cores, and the PubMedQA default run no slower than
+2x the choice_extract run. Prints a table and writes bench/out/first-hour-<timestamp>.json, with
+each job's output under --keep (default: a temporary folder) for the docs.
+
+    .venv/bin/python bench/first_hour.py [--keep runs/first-hour]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _server import ROOT, result_header, smol_server, warm_up
+
+CLI = ROOT / ".venv" / "bin" / "clinieval"
+OMOP = ROOT.parent / "shared" / "data" / "omop-synthea27nj"
+GOAL_S = 120.0
+
+QUESTIONS = [
+    ("q1", "Which laboratory test is used to monitor unfractionated heparin therapy?",
+     ["Prothrombin time", "aPTT", "Platelet count", "Anti-Xa level"], "aPTT"),
+    ("q2", "Which drug reverses the effect of unfractionated heparin?",
+     ["Vitamin K", "Protamine sulfate", "Idarucizumab", "Andexanet alfa"], "Protamine sulfate"),
+    ("q3", "Which electrolyte disturbance is most typical of tumour lysis syndrome?",
+     ["Hypokalaemia", "Hyperphosphataemia", "Hypercalcaemia", "Hyponatraemia"], "Hyperphosphataemia"),
+    ("q4", "Which antibiotic class can prolong the QT interval?",
+     ["Penicillins", "Fluoroquinolones", "Cephalosporins", "Carbapenems"], "Fluoroquinolones"),
+    ("q5", "What is the first-line drug for anaphylaxis?",
+     ["Intramuscular adrenaline", "Oral cetirizine", "IV hydrocortisone", "Nebulised salbutamol"],
+     "Intramuscular adrenaline"),
+]  # fmt: skip
+
+
+@dataclass(slots=True)
+class Job:
+    name: str
+    command: str
+    wall_s: float
+    exit: int
+    stdout: str
+    stderr: str
+
+
+def cli(name: str, *args: str, timeout: float = 600) -> Job:
+    start = time.perf_counter()
+    p = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - start
+    shown = " ".join(["clinieval", *args])
+    print(f"  {name:<12} {wall:7.1f}s  exit {p.returncode}", flush=True)
+    return Job(name, shown, wall, p.returncode, p.stdout, p.stderr)
+
+
+def write_questions(path: Path) -> Path:
+    lines = [json.dumps({"id": i, "input": q, "choices": c, "target": t}) for i, q, c, t in QUESTIONS]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_instructions(folder: Path, xml: Path) -> Path:
+    """Three instructions over the first three patients omop2xml wrote (person_id = file stem)."""
+    people = sorted(p.stem for p in xml.glob("*.xml"))[:3]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ehrs").symlink_to(xml.resolve(), target_is_directory=True)
+    with (folder / "instructions.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["instruction_id", "person_id", "question", "gold_response"])
+        for n, person in enumerate(people):
+            w.writerow([f"i{n}", person, "List the patient's active medications.", ""])
+    return folder
+
+
+def run_jobs(out: Path, url: str) -> list[Job]:
+    spec = f"openai:{url}@smol"
+    quiet = ["--no-progress"]
+    jobs = [
+        cli("pubmedqa", "run", "pubmedqa", "-m", spec, "--limit", "10", "--shuffle", "0",
+            "--out", str(out / "pubmedqa-smol"), *quiet),
+        cli("baseline", "run", "pubmedqa", "-m", spec, "--limit", "10", "--shuffle", "0",
+            "--scorer", "choice_extract", "--out", str(out / "pubmedqa-smol-extract"), *quiet),
+        cli("mcq", "run", str(write_questions(out / "questions.jsonl")), "-m", spec,
+            "--out", str(out / "mcq-smol"), *quiet),
+    ]  # fmt: skip
+    start = time.perf_counter()
+    xml = cli("omop2xml", "ehr", "omop2xml", str(OMOP), str(out / "xml"))
+    data = write_instructions(out / "medalign", out / "xml")
+    medalign = cli(
+        "medalign", "run", "medalign", "--data", str(data), "-m", spec, "--tokenizer",
+        "llamacpp:smollm2-135m-instruct", "--max-context", "2048", "--limit", "10",
+        "--out", str(out / "medalign-smol"), *quiet,
+    )  # fmt: skip
+    jobs.append(
+        Job("medalign", f"{xml.command} && {medalign.command}", time.perf_counter() - start,
+            xml.exit or medalign.exit, xml.stdout + medalign.stdout, xml.stderr + medalign.stderr)
+    )  # fmt: skip
+    jobs.append(
+        cli("judge", "judge", str(out / "mcq-smol"), "--judge", spec, "--rubric", "reference_correct",
+            "--repeats", "1", "--allow-failures", *quiet)
+    )  # fmt: skip
+    start = time.perf_counter()
+    gemma = cli("gemma", "run", "pubmedqa", "-m", "llamacpp:gemma3-270m", "--limit", "10", "--shuffle", "0",
+                "--scorer", "choice_extract", "--out", str(out / "pubmedqa-gemma"), *quiet)  # fmt: skip
+    analyze = cli("analyze", "analyze", str(out / "pubmedqa-smol"), str(out / "pubmedqa-gemma"),
+                  "--out", str(out / "compare"))  # fmt: skip
+    jobs.append(
+        Job("compare", f"{gemma.command} && {analyze.command}", time.perf_counter() - start,
+            gemma.exit or analyze.exit, gemma.stdout + analyze.stdout, gemma.stderr + analyze.stderr)
+    )  # fmt: skip
+    jobs.append(
+        cli(
+            "view",
+            "view",
+            str(out / "pubmedqa-smol"),
+            str(out / "pubmedqa-gemma"),
+            "--out",
+            str(out / "view"),
+        )
+    )
+    return jobs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="folder for the jobs' runs and outputs (default: temporary)"
+    )
+    args = parser.parse_args()
+    out = args.keep or Path(tempfile.mkdtemp(prefix="clinieval-first-hour-"))
+    if args.keep is not None and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with smol_server(n_ctx=2048) as server:
+        warm_up(server)
+        jobs = run_jobs(out, server.base_url)
+    by_name = {j.name: j for j in jobs}
+    ratio = by_name["pubmedqa"].wall_s / by_name["baseline"].wall_s
+    print(f"\n{'job':<10} {'wall':>8} {'exit':>5}  goal < {GOAL_S:.0f}s")
+    for j in jobs:
+        print(f"{j.name:<10} {j.wall_s:7.1f}s {j.exit:>5}  {'met' if j.wall_s < GOAL_S else 'NOT met'}")
+    print(f"pubmedqa default / choice_extract: {ratio:.2f}x (goal <= 2x)")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    result = {
+        **result_header(),
+        "jobs": [asdict(j) for j in jobs],
+        "default_over_extract": ratio,
+        "out": str(out),
+    }
+    path = ROOT / "bench" / "out" / f"first-hour-{stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    print(f"written: {path}")
+
+
+if __name__ == "__main__":
+    main()
