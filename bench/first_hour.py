@@ -24,6 +24,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -33,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import ROOT, result_header, smol_server, warm_up
+from _server import ROOT, smol_server, warm_up
 
 CLI = ROOT / ".venv" / "bin" / "clinieval"
 OMOP = ROOT.parent / "shared" / "data" / "omop-synthea27nj"
@@ -164,7 +166,13 @@ def main() -> None:
     print(f"pubmedqa default / choice_extract: {ratio:.2f}x (goal <= 2x)")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     result = {
-        **result_header(),
+        "benchmark": "first_hour",
+        "command": " ".join([".venv/bin/python", "bench/first_hour.py", *sys.argv[1:]]),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load": os.getloadavg(),
+        },
         "jobs": [asdict(j) for j in jobs],
         "default_over_extract": ratio,
         "out": str(out),

@@ -260,8 +260,8 @@ def test_embedded_runs_pair_as_the_records_say(pubmedqa_runs: tuple[Path, Path],
     greedy, sampled = pubmedqa_runs
     result = analysis(tmp_path, str(greedy), str(sampled))
     assert result["models"] == [
-        "llamacpp:smollm2-135m-instruct [greedy]",
-        "llamacpp:smollm2-135m-instruct [sampled]",
+        "smollm2-135m-instruct [greedy]",
+        "smollm2-135m-instruct [sampled]",
     ]
     assert set(result["scores"]) == {"choice_extract", "choice_loglik"}
     for scorer in ("choice_extract", "choice_loglik"):

@@ -427,3 +427,33 @@ def test_the_echo_probe_accepts_a_server_whose_echo_matches_its_generation() -> 
 
     assert asyncio.run(echo_probe(fetch_with(-1.16), "u", "m")) == "ok"
     assert asyncio.run(echo_probe(fetch_with(-13.0), "u", "m")) == "shifted"
+
+
+def test_counting_tokens_with_a_gguf_vocabulary_prints_no_llama_cpp_noise() -> None:
+    """Loading a vocabulary alone made llama.cpp print "n_ctx_seq (512) > n_ctx_train (0) --
+    possible training context overflow" on every run that budgets with a GGUF tokenizer."""
+    import subprocess
+    import sys
+
+    code = (
+        "from clinieval.context.tokenizers import tokenizer_from_spec;"
+        "print(len(tokenizer_from_spec('llamacpp:smollm2-135m-instruct').encode('heparin drip')))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) > 0
+    assert "n_ctx" not in p.stderr and "llama_context" not in p.stderr
+
+
+def test_analyze_in_a_pipe_prints_whole_names_and_numbers(tmp_path: Path) -> None:
+    """Rich drew analyze's tables at 80 columns in a pipe: 'openai:http://127.0.0.1:53…',
+    'unpair…'. In a pipe the report is its Markdown, and runs are named by their model's alias."""
+    task = _questions(tmp_path / "q.jsonl", 4)
+    with FaultServer(answer="yes") as server:
+        for name in ("first", "second"):
+            p = run_cli("run", str(task), "-m", f"openai:{server.url}@fault", "--out", str(tmp_path / name))
+            assert p.returncode == 0, p.stderr
+    p = run_cli("analyze", str(tmp_path / "first"), str(tmp_path / "second"))
+    assert p.returncode == 0, p.stderr
+    assert "…" not in p.stdout
+    assert "| fault [first] − fault [second] | 4 | 0 |" in p.stdout

@@ -8,10 +8,18 @@ escaping is a bug in clinieval and keeps its traceback.
 from __future__ import annotations
 
 import errno
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 T = TypeVar("T", bound=str)
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
 
 EXIT_FAILED_ITEMS = 3
 """Exit status of a command that finished but left items failed (a judge call that failed, say):
@@ -62,3 +70,23 @@ def storage_message(error: OSError) -> str | None:
     what, todo = advice
     where = error.filename if error.filename is not None else "a file"
     return f"cannot write {where}: {what}; {todo}"
+
+
+def by_name(items: Iterable[N], what: str) -> dict[str, N]:
+    """``name -> item`` for a catalog the command line names things from (scorers, rubrics),
+    refusing two items with one name: a name means one thing everywhere, never a silent override."""
+    out: dict[str, N] = {}
+    for item in items:
+        if item.name in out:
+            raise UserError(f"two {what}s are named {item.name!r}")
+        out[item.name] = item
+    return out
+
+
+def pick_named(known: Mapping[str, N], name: str, what: str, listed: Callable[[N], str] | None = None) -> N:
+    """The item called ``name``, or one error listing every known one (``listed`` says how)."""
+    try:
+        return known[name]
+    except KeyError:
+        shown = "; ".join(map(listed, known.values())) if listed else ", ".join(known)
+        raise UserError(f"unknown {what} {name!r}; known: {shown}") from None

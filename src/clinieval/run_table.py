@@ -13,8 +13,10 @@ Rules, chosen so that no number is made up:
   recorded during the run come first; ``scores/NAME.jsonl`` (``clinieval score``, text metrics,
   judges) add columns, and replace a recorded scorer of the same name, as they do in the viewer.
 - **Errors**: ``error`` lists the kinds of failed model calls of the sample's repeats (``a;b``).
-- **Arms**: ``model`` is the run's model spec; runs with the same spec (two prompts, two
-  temperatures) are told apart by their folder name, ``SPEC [FOLDER]``.
+- **Arms**: ``model`` is the run's model as a person names it (the alias after ``@``, the
+  embedded model, the GGUF's stem); runs with the same name (two prompts, two temperatures, two
+  servers with one alias) are told apart by their folder name, ``NAME [FOLDER]``. The full spec is
+  under ``run_folders`` in the analysis.
 - **One task**: runs of different tasks, or of one task over different data files (their hashes
   in the manifest differ), are refused: their sample ids would pair unrelated questions.
 """
@@ -134,10 +136,14 @@ def write_table(result: RunTable, out: Path) -> None:
 
 
 def arm_names(specs: Sequence[str], paths: Sequence[Path]) -> list[str]:
-    """Each run's model spec; a spec shared by several runs gets its folder name (``SPEC [FOLDER]``),
-    and the whole path when the folder names are shared too."""
-    names = [f"{s} [{p.name}]" if specs.count(s) > 1 else s for s, p in zip(specs, paths, strict=True)]
-    return [f"{s} [{p}]" if names.count(n) > 1 else n for s, p, n in zip(specs, paths, names, strict=True)]
+    """Each run's model as a person names it (``smol`` for ``openai:http://host/v1@smol``, the
+    embedded model's name, a GGUF's stem: the names arm folders use); a name shared by several runs
+    gets its folder name (``NAME [FOLDER]``), and the whole path when the folder names are shared too."""
+    from clinieval.models.spec import model_short_name
+
+    short = [model_short_name(s) for s in specs]
+    names = [f"{n} [{p.name}]" if short.count(n) > 1 else n for n, p in zip(short, paths, strict=True)]
+    return [f"{s} [{p}]" if names.count(n) > 1 else n for s, p, n in zip(short, paths, names, strict=True)]
 
 
 # --- reading runs ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ and exit code 2.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -159,7 +160,10 @@ def _report(result: dict[str, Any], out: Path | None) -> None:
     from clinieval.fsutil import atomic_write_json, atomic_write_text
 
     text = render_markdown(result)
-    Console().print(Markdown(text))
+    if sys.stdout.isatty():
+        Console().print(Markdown(text))
+    else:  # a pipe or a log: the Markdown itself, whose tables no terminal width can cut
+        typer.echo(text)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out / "analysis.json", result)

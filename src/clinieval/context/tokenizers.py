@@ -14,12 +14,15 @@ Heavy libraries are imported when a tokenizer is first built, never at module im
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import importlib.util
 import os
 import re
+import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -106,7 +109,8 @@ class LlamaCppTokenizer:
         except ImportError:
             raise UserError("gguf tokenizers need llama-cpp-python; run `make install`") from None
         try:
-            self._llm: Any = Llama(model_path=str(path), vocab_only=True, verbose=False)
+            with _native_stderr_silenced():
+                self._llm: Any = Llama(model_path=str(path), vocab_only=True, verbose=False)
         except (ValueError, RuntimeError) as e:
             raise UserError(f"tokenizer file {path}: llama.cpp could not read its vocabulary ({e})") from None
         release_at_exit(self)
@@ -353,3 +357,19 @@ def tokenizer_from_spec(spec: str) -> Tokenizer:
 def tokenizer_for_gguf(path: Path) -> Tokenizer:
     """The (cached) vocabulary of a GGUF file, for a policy that counts with the model's own."""
     return tokenizer_from_spec(f"gguf:{path}")
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """File descriptor 2 pointed at /dev/null for the duration: llama.cpp prints a context warning
+    ("n_ctx_seq (512) > n_ctx_train (0)") when it loads a vocabulary alone, even with verbose off,
+    and a user counting tokens should not read it. A failed load still raises, with its reason."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from clinieval.errors import UserError
+from clinieval.errors import by_name, pick_named
 from clinieval.judge.reference import ReferenceRubric
 from clinieval.judge.rubric import Rubric
 from clinieval.judge.run import DEFAULT_JUDGE_GENERATION
@@ -75,21 +75,12 @@ SHARED_RUBRICS: tuple[RubricEntry, ...] = (
 
 def rubric_mapping(entries: Iterable[RubricEntry]) -> dict[str, RubricEntry]:
     """``name -> entry``, refusing two rubrics with one name."""
-    out: dict[str, RubricEntry] = {}
-    for entry in entries:
-        if entry.name in out:
-            raise UserError(f"two rubrics are named {entry.name!r}")
-        out[entry.name] = entry
-    return out
+    return by_name(entries, "rubric")
 
 
 def pick_rubric(known: Mapping[str, RubricEntry], name: str) -> RubricEntry:
-    """The rubric called ``name``, or one error listing every known one."""
-    try:
-        return known[name]
-    except KeyError:
-        listed = "; ".join(f"{e.name} ({e.description})" for e in known.values())
-        raise UserError(f"unknown rubric {name!r}; known: {listed}") from None
+    """The rubric called ``name``, or one error listing every known one with what it judges."""
+    return pick_named(known, name, "rubric", lambda e: f"{e.name} ({e.description})")
 
 
 __all__ = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from clinieval.errors import UserError
+from clinieval.errors import by_name, pick_named
 from clinieval.scoring.keyfacts import KEYFACTS_SCORERS
 from clinieval.scoring.scorers import Answered, ChoiceExtraction, ChoiceLoglik, ExactMatch, Scorer
 
@@ -25,17 +25,9 @@ SHARED_SCORERS: tuple[Scorer, ...] = (
 
 def scorer_mapping(scorers: Iterable[Scorer]) -> dict[str, Scorer]:
     """``name -> scorer``, refusing two scorers with one name."""
-    out: dict[str, Scorer] = {}
-    for scorer in scorers:
-        if scorer.name in out:
-            raise UserError(f"two scorers are named {scorer.name!r}")
-        out[scorer.name] = scorer
-    return out
+    return by_name(scorers, "scorer")
 
 
 def pick_scorer(known: Mapping[str, Scorer], name: str) -> Scorer:
     """The scorer called ``name``, or one error listing every known name."""
-    try:
-        return known[name]
-    except KeyError:
-        raise UserError(f"unknown scorer {name!r}; known: {', '.join(known)}") from None
+    return pick_named(known, name, "scorer")
