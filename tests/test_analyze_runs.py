@@ -89,9 +89,6 @@ def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield root
 
 
-SPEC_SUFFIX = "@fault"
-
-
 def analysis(root: Path, *args: str) -> dict[str, Any]:
     out = root / "analysis"
     done = run_cli("analyze", *args, "--out", str(out))
@@ -103,8 +100,9 @@ def analysis(root: Path, *args: str) -> dict[str, Any]:
 def test_two_runs_are_compared_paired_on_sample_ids(scripted: Path, tmp_path: Path) -> None:
     result = analysis(tmp_path, str(scripted / "one"), str(scripted / "two"))
     one, two = result["models"]
-    # the same model spec twice: each arm is named with its run folder too
-    assert one.endswith(f"{SPEC_SUFFIX} [one]") and two.endswith(f"{SPEC_SUFFIX} [two]")
+    # the same model twice: each arm is its alias and its run folder (the spec is in run_folders)
+    assert (one, two) == ("fault [one]", "fault [two]")
+    assert [r["model_spec"].endswith("@fault") for r in result["run_folders"]] == [True, True]
     assert set(result["scores"]) == {"choice_extract", "answered"}
     extract = result["scores"]["choice_extract"]
     # one: a=1 b=0 c=0 e=1 f=0 (d refused: no value, not 0); two: a=1 b=1 c=1 e=0

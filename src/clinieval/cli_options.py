@@ -21,6 +21,7 @@ from clinieval.errors import EXIT_FAILED_ITEMS
 
 if TYPE_CHECKING:
     from clinieval.judge.run import JudgeResult
+    from clinieval.summary import ScorerSummary
 
 NCtx = Annotated[int, typer.Option(help="context window of an embedded model")]
 Timeout = Annotated[float, typer.Option(help="seconds per HTTP request")]
@@ -81,6 +82,25 @@ def command_group(help: str) -> typer.Typer:
         help=help,
         rich_markup_mode=None,
     )
+
+
+def echo_summary(title: str, summaries: Sequence[ScorerSummary], stats_line: str) -> None:
+    """A run's summary table: drawn with borders and folding cells on a terminal, plain aligned
+    text of any width in a pipe, a file or a CI log (where rich would cut it at 80 columns)."""
+    import sys
+
+    if not sys.stdout.isatty():
+        from clinieval.summary import plain_table
+
+        typer.echo(f"{title}\n{plain_table(summaries)}\n{stats_line}")
+        return
+    from rich.console import Console
+
+    from clinieval.summary import render_table
+
+    console = Console()
+    console.print(render_table(summaries, title=title))
+    console.print(stats_line)
 
 
 def echo_judged(path: Path, result: JudgeResult, *, shrink: str | None = None) -> None:

@@ -23,6 +23,7 @@ from clinieval.cli_options import (
     ShowProgress,
     Timeout,
     command_group,
+    echo_summary,
 )
 from clinieval.errors import EXIT_FAILED_ITEMS, UserError, storage_message
 from clinieval.failures import FailureReport, parse_allowed
@@ -304,18 +305,7 @@ def _print_result(
             }
         typer.echo(json.dumps(finite_json(data), indent=2, ensure_ascii=False, allow_nan=False))
         return
-    if not sys.stdout.isatty():
-        from clinieval.summary import plain_table
-
-        typer.echo(f"{path}\n{plain_table(summaries)}\n{stats_line}")
-        return
-    from rich.console import Console
-
-    from clinieval.summary import render_table
-
-    console = Console()
-    console.print(render_table(summaries, title=str(path)))
-    console.print(stats_line)
+    echo_summary(str(path), summaries, stats_line)
 
 
 @app.command()

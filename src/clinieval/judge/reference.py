@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict, VerdictParseError, labelled_text, parse_yes_no
 from clinieval.records import SampleRecord
+from clinieval.scoring.choices import option_lines
 from clinieval.types import Message
 
 PROMPT = """You are checking an answer to a question against a reference answer written by an expert.
@@ -68,8 +69,7 @@ def _options(record: SampleRecord) -> str:
     choices = record.sample.choices
     if not choices:
         return ""
-    lines = "\n".join(f"{chr(ord('A') + i)}. {c}" for i, c in enumerate(choices))
-    return f"\n## Options\n{lines}\n"
+    return f"\n## Options\n{option_lines(choices)}\n"
 
 
 def parse_verdict_line(text: str) -> bool:

@@ -24,6 +24,7 @@ from clinieval.cli_options import (
     Timeout,
     command_group,
     echo_judged,
+    echo_summary,
     exit_if_judge_failed,
 )
 from clinieval.errors import UserError
@@ -129,13 +130,7 @@ def run(
 
 
 def _print_run(label: str, result: RunResult) -> None:
-    from rich.console import Console
-
-    from clinieval.summary import render_table
-
-    console = Console()
-    console.print(render_table(result.summaries, title=f"{label}: {result.run_path}"))
-    console.print(result.stats_line)
+    echo_summary(f"{label}: {result.run_path}", result.summaries, result.stats_line)
 
 
 @app.command()

@@ -26,6 +26,7 @@ from clinieval.cli_options import (
     Timeout,
     command_group,
     echo_judged,
+    echo_summary,
     exit_if_judge_failed,
 )
 from clinieval.errors import UserError
@@ -167,15 +168,8 @@ def _generation(max_tokens: int) -> GenerationConfig:
 
 
 def _print_arm(result: ArmResult) -> None:
-    from rich.console import Console
-
-    from clinieval.summary import render_table
-
-    console = Console()
-    console.print(
-        render_table([*result.run.summaries, *result.metrics], title=f"{result.label}: {result.run.run_path}")
-    )
-    console.print(result.run.stats_line)
+    summaries = [*result.run.summaries, *result.metrics]
+    echo_summary(f"{result.label}: {result.run.run_path}", summaries, result.run.stats_line)
 
 
 build_app = command_group(

@@ -198,9 +198,11 @@ def sentence_prompt(task: TaskName, item: SentenceItem, shots: Shots = Shots()) 
             return f"{_AMBIGUITY_INTRO}\n{_AMBIGUITY_ASK} {query}"
         return _with_shots(_AMBIGUITY_INTRO, shots, _AMBIGUITY_ASK, query)
     if task == "rewriting":
-        if not shots.lines:
-            return f"{_REWRITE_INTRO} {_REWRITE_ASK} Sentence: {_bare(item.sentence)}. Rewrite:"
+        # zero-shot too carries the sentence's label: every zero-shot rewrite prompt the paper shows
+        # does (its Appendix C.3 template line alone omits it; shared/spec/medeval.md, corrected)
         query = f"Sentence: {_bare(item.sentence)}. Diagnostic: {diagnostic(item)}. Rewrite:"
+        if not shots.lines:
+            return f"{_REWRITE_INTRO} {_REWRITE_ASK} {query}"
         return _with_shots(_REWRITE_INTRO, shots, _REWRITE_ASK, query)
     raise UserError(f"task {task} is a report task, not a sentence task")
 
