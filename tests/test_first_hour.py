@@ -457,3 +457,16 @@ def test_analyze_in_a_pipe_prints_whole_names_and_numbers(tmp_path: Path) -> Non
     assert p.returncode == 0, p.stderr
     assert "…" not in p.stdout
     assert "| fault [first] − fault [second] | 4 | 0 |" in p.stdout
+
+
+def test_a_judge_on_a_one_slot_server_gets_one_request_at_a_time(llama_server: str, tmp_path: Path) -> None:
+    task = _questions(tmp_path / "q.jsonl", 2)
+    with FaultServer(answer="yes") as server:
+        p = run_cli("run", str(task), "-m", f"openai:{server.url}@fault", "--out", str(tmp_path / "r"))
+        assert p.returncode == 0, p.stderr
+    judged = run_cli(
+        "judge", str(tmp_path / "r"), "--judge", f"openai:{llama_server}@smol",
+        "--rubric", "reference_correct", "--repeats", "1", "--max-tokens", "8", "--no-progress",
+    )  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    assert "1 in flight instead of 16" in judged.stderr

@@ -37,6 +37,7 @@ from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.records import SampleRecord
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.runs import SCORES, RunDir
+from clinieval.server_fit import fit_concurrency
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
 log = logging.getLogger(__name__)
@@ -345,6 +346,9 @@ async def judge_folder(
     judge = parse_model_spec(judge_spec, backend)
     try:
         await judge.check()
+        # a one-slot judge server gets one request at a time, as a run's model does (with a note)
+        for note in fit_concurrency(judge, typed=concurrency):
+            log.warning("%s", note)
         return await judge_run(
             run,
             judge,
