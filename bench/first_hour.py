@@ -68,9 +68,14 @@ class Job:
 
 def cli(name: str, *args: str, timeout: float = 600) -> Job:
     start = time.perf_counter()
-    p = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
-    wall = time.perf_counter() - start
     shown = " ".join(["clinieval", *args])
+    try:
+        p = subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:  # recorded, not raised: a job that never ends is a result
+        print(f"  {name:<12} killed after {timeout:.0f}s", flush=True)
+        out, err = (x.decode() if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr))
+        return Job(name, shown, time.perf_counter() - start, -9, out, err)
+    wall = time.perf_counter() - start
     print(f"  {name:<12} {wall:7.1f}s  exit {p.returncode}", flush=True)
     return Job(name, shown, wall, p.returncode, p.stdout, p.stderr)
 
