@@ -138,3 +138,42 @@ def test_rewriting_deltas_come_from_the_trained_classifiers(tmp_path: Path) -> N
     assert deltas["classifiers"]["ambiguity"]["test_metrics"] == am.card["metrics"]
     with pytest.raises(UserError, match="a classifier for 'abnormality', not 'ambiguity'"):
         classifier_deltas(read_arm(arm).records, ab.model_dir, ab.model_dir)
+
+
+def test_a_failed_or_empty_rewrite_counts_as_no_disambiguation(tmp_path: Path) -> None:
+    """A rewrite that never came (a failed call, an empty answer) achieved nothing: it is measured as
+    the original sentence, adds 0 to both deltas and is counted in ``rewrites_failed``. Classified as
+    the empty string, TF-IDF answered with the majority class ("unambiguous"), so every failure
+    raised ΔAcc_am as if the sentence had been disambiguated."""
+    from clinieval.benchmarks.medeval.baselines.train import write_baseline_arm
+    from clinieval.benchmarks.medeval.rewriting import classifier_deltas
+
+    organs = ["lungs", "heart", "mediastinum", "bones", "abdomen", "pleura"]
+    items: list[SentenceItem] = []
+    for i in range(90):
+        organ = organs[i % 6]
+        ambiguous = i % 2 == 0  # unambiguous (with the masses below) is the majority class
+        text = f"the {organ} are unremarkable." if ambiguous else f"the {organ} are normal in size {i}."
+        rewrite = f"the {organ} are normal." if ambiguous else None
+        split = "test" if i % 10 == 0 else "train"
+        items.append(
+            SentenceItem(
+                f"s{i}", text, CHEST, abnormal=False, ambiguous=ambiguous, rewrite=rewrite, split=split
+            )
+        )
+    items += [
+        SentenceItem(f"a{i}", f"large {o} mass.", CHEST, abnormal=True, ambiguous=False, split="train")
+        for i, o in enumerate(organs)
+    ]
+    am = train_baseline("tfidf", "ambiguity", items, tmp_path / "b", seed=0)
+    ab = train_baseline("tfidf", "abnormality", items, tmp_path / "b", seed=0)
+    am_model, _ = load_classifier(am.model_dir)
+    assert am_model.predict([""])[0][0] == "unambiguous"  # the trap: "" reads as disambiguated
+    tested = [x for x in items if x.split == "test" and x.ambiguous]
+    answers = {x.id: "" for x in tested}  # every call failed or came back empty
+    arm = write_baseline_arm("rewriting", items, answers, "stand-in:silent-model", {}, tmp_path / "arm")
+    deltas = classifier_deltas(read_arm(arm).records, am.model_dir, ab.model_dir, resamples=200)
+    assert deltas["delta_acc_am"]["original_accuracy"] == 100.0  # the originals read as ambiguous
+    assert deltas["delta_acc_am"]["delta"] == 0.0
+    assert deltas["delta_acc_ab"]["delta"] == 0.0
+    assert deltas["rewrites_failed"] == deltas["rewrites"] == len(tested)

@@ -48,7 +48,7 @@ def _gold_answers(folder: Path) -> dict[str, str]:
 
 def responder(gold: dict[str, str], chatty_every: int = 0) -> Any:
     """Answers each prompt's last query with its gold answer; every ``chatty_every``-th answer is
-    wrapped in a sentence, which the qualified rate must count as unqualified."""
+    a sentence naming both labels, which the qualified rate must count as unqualified."""
     count = {"n": 0}
 
     def reply(prompt: str) -> str:
@@ -66,7 +66,11 @@ def responder(gold: dict[str, str], chatty_every: int = 0) -> Any:
         answer = gold[key]
         count["n"] += 1
         if chatty_every and count["n"] % chatty_every == 0 and key.startswith(("label:", "ambiguity:")):
-            return f"The answer is {answer}."
+            # both label words: unqualified under the paper's rule (exactly one label word)
+            other = {"normal": "abnormal", "abnormal": "normal", "ambiguous": "unambiguous"}.get(
+                answer, "ambiguous"
+            )
+            return f"It is {answer}, not {other}."
         return answer
 
     return reply
@@ -128,8 +132,13 @@ def test_scripted_answers_are_read_back_exactly(arms: tuple[Path, dict[str, Any]
     rewrite = by[("rewriting", "3-shot (paper's examples)")]["metrics"]["counted_wrong"]
     assert rewrite["bleu4"] == pytest.approx(100.0)
     assert any("ΔAcc_am" in u for u in result["undefined"])  # no classifiers given
+    # by level: only tasks that share a metric are averaged (the two label tasks' accuracy)
     [zero] = [x for x in result["levels"] if x["setting"] == "zero-shot"]
-    assert zero["report"] == [pytest.approx(100.0), 2]  # codes and summaries, both perfect
+    assert zero["tasks"] == ["abnormality", "ambiguity"] and zero["metric"] == "accuracy"
+    assert zero["value"] == pytest.approx(
+        (by[("abnormality", "zero-shot")]["metrics"]["accuracy"]["counted_wrong"]["value"]
+         + by[("ambiguity", "zero-shot")]["metrics"]["accuracy"]["counted_wrong"]["value"]) / 2
+    )  # fmt: skip
     html = (tmp_path / "report" / "medeval.html").read_text()
     assert "<svg" in html and "not on MedEval" in html  # the curve, and the synthetic-data warning
     manifest = json.loads(next(folder.glob("*abnormality-0shot")).joinpath("manifest.json").read_text())
@@ -193,3 +202,59 @@ def test_report_links_must_be_relative_paths() -> None:
     for bad in ("javascript:alert(1)", "http://example.org/x", "//host/x", 'a"b', "a<b"):
         with pytest.raises(ValueError, match="relative path"):
             Link("x", bad)
+
+
+def test_validation_arms_the_strict_rule_and_the_label_free_rewrite_prompt(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """`--split validation` asks the validation items into a folder of their own, which `analyze` uses
+    only to choose; `--qualified strict` refuses "The sentence is abnormal." (the paper's rule, the
+    default, takes it); `--no-rewrite-label` sends Appendix C.3's line without the label."""
+    gold = _gold_answers(corpus)
+    plain = responder(gold)
+
+    def reply(prompt: str) -> str:
+        answer = plain(prompt)
+        return f"The sentence is {answer}." if answer in ("normal", "abnormal") else answer
+
+    common = ("--data", str(corpus), "--task", "abnormality", "--limit", "4", "--no-progress")
+    with FaultServer(responder=reply) as server:
+        spec = f"openai:{server.url}@fault"
+        paper = run_cli(
+            "medeval", "run", *common, "-m", spec, "--out", str(tmp_path / "paper"), "--split", "validation"
+        )
+        strict = run_cli(
+            "medeval", "run", *common, "-m", spec, "--out", str(tmp_path / "strict"), "--qualified", "strict"
+        )
+        rewrite = run_cli(
+            "medeval", "run", "--data", str(corpus), "--task", "rewriting", "--limit", "2", "--no-progress",
+            "-m", spec, "--out", str(tmp_path / "free"), "--no-rewrite-label",
+        )  # fmt: skip
+        prompts = [p for p in server.log.received if "rewrite ambiguous" in p]
+    for done in (paper, strict, rewrite):
+        assert done.returncode == 0, done.stderr
+    [val] = (tmp_path / "paper").iterdir()
+    assert val.name.endswith("abnormality-0shot-validation")
+    params = json.loads((val / "manifest.json").read_text())["spec"]["task"]["params"]
+    assert params["split"] == "validation" and params["qualified_rule"] == "paper"
+    samples = [json.loads(line) for line in (val / "samples.jsonl").read_text().splitlines()]
+    assert {s["sample"]["metadata"]["split"] for s in samples} == {"validation"}
+    assert all(s["scores"]["medeval_abnormality"]["metadata"]["qualified"] for s in samples)
+    [test_arm] = (tmp_path / "strict").iterdir()
+    strict_samples = [json.loads(line) for line in (test_arm / "samples.jsonl").read_text().splitlines()]
+    assert not any(s["scores"]["medeval_abnormality"]["metadata"]["qualified"] for s in strict_samples)
+    assert prompts and all(p.endswith(". Rewrite:") and "Diagnostic:" not in p for p in prompts)
+    out = tmp_path / "report"
+    done = run_cli(
+        "medeval",
+        "analyze",
+        str(tmp_path / "paper"),
+        str(tmp_path / "strict"),
+        "--out",
+        str(out),
+        "--resamples",
+        "100",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "medeval.json").read_text())
+    assert len(result["arms"]) == 1 and len(result["validation_arms"]) == 1

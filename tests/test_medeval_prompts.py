@@ -66,6 +66,20 @@ def test_zero_shot_prompts_are_the_papers(heading: str, build: object, filled: s
     assert build() == template.replace("{}", filled).replace("{Normal|Abnormal}", "Normal")
 
 
+def test_the_label_free_rewrite_prompt_is_appendix_c3s_template_line() -> None:
+    """The named option: C.3's template line, ``Sentence: {}. Rewrite:``, without the label; the
+    default keeps it (test above). The rest of the prompt is the same."""
+    labelled = sentence_prompt("rewriting", SENTENCE)
+    free = sentence_prompt("rewriting", SENTENCE, with_label=False)
+    assert free.endswith(
+        "answer me with its rewrite, without saying anything else. Sentence: Lungs are unremarkable. Rewrite:"
+    )
+    assert "Diagnostic" not in free
+    assert free == labelled.replace(" Diagnostic: Normal.", "")
+    few = sentence_prompt("rewriting", SENTENCE, paper_shots("rewriting"), with_label=False)
+    assert few.endswith("Sentence: Lungs are unremarkable. Rewrite:") and few.count("Diagnostic:") == 3
+
+
 def test_the_papers_few_shot_examples_and_layout() -> None:
     two = sentence_prompt("abnormality", SENTENCE, paper_shots("abnormality"))
     assert two == (
@@ -114,20 +128,39 @@ def test_code_tuples_keep_the_prompts_spelling_and_fill_absent() -> None:
 
 
 @pytest.mark.parametrize(
-    ("answer", "label"),
+    ("answer", "paper", "strict"),
     [
-        ("abnormal", "abnormal"),
-        ("Abnormal.", "abnormal"),
-        ("  NORMAL \n", "normal"),
-        ('"normal"', "normal"),
-        ("The sentence is abnormal", None),
-        ("normal or abnormal", None),
-        ("Label: abnormal.", None),
-        ("", None),
+        ("abnormal", "abnormal", "abnormal"),
+        ("Abnormal.", "abnormal", "abnormal"),
+        ("  NORMAL \n", "normal", "normal"),
+        ('"normal"', "normal", "normal"),
+        ("The sentence is abnormal.", "abnormal", None),  # the paper's own examples of qualified
+        ("Label: abnormal", "abnormal", None),
+        ("It is normal. Normal.", "normal", None),  # one label word, said twice
+        ("normal or abnormal", None, None),  # both label words
+        ("abnormality", None, None),  # a word, not the label word
+        ("", None, None),
     ],
 )
-def test_a_label_is_qualified_only_when_it_is_exactly_one_label(answer: str, label: str | None) -> None:
-    assert read_label(answer, LABELS["abnormality"]) == label
+def test_a_label_qualifies_by_the_papers_rule_or_the_strict_one(
+    answer: str, paper: str | None, strict: str | None
+) -> None:
+    """The paper (Table 9) counts an answer that includes only one of the label words; "strict" (the
+    label and nothing else) is the named option."""
+    assert read_label(answer, LABELS["abnormality"]) == paper
+    assert read_label(answer, LABELS["abnormality"], "strict") == strict
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"),
+    [
+        ("unambiguous.", "unambiguous"),
+        ("The sentence is ambiguous", "ambiguous"),
+        ("ambiguous or unambiguous", None),
+    ],
+)
+def test_unambiguous_is_never_read_as_ambiguous(answer: str, label: str | None) -> None:
+    assert read_label(answer, LABELS["ambiguity"]) == label
 
 
 def test_code_answers_read_the_tuples_and_mark_unqualified_ones() -> None:

@@ -42,6 +42,8 @@ class Arm:
     shots: int
     paper_examples: bool
     records: tuple[SampleRecord, ...]
+    split: str = "test"
+    """The split the arm answered: test (reported) or validation (only to choose settings on)."""
 
     @property
     def family(self) -> str:
@@ -71,7 +73,8 @@ def read_arm(path: Path) -> Arm:
     if not records:
         raise UserError(f"{path}: the run has no finished samples")
     model = str((spec.get("model") or {}).get("spec") or path.name)
-    return Arm(path, model, task, int(params.get("shots") or 0), bool(params.get("paper_examples")), records)
+    shots, paper = int(params.get("shots") or 0), bool(params.get("paper_examples"))
+    return Arm(path, model, task, shots, paper, records, str(params.get("split") or "test"))
 
 
 # --- small statistics ------------------------------------------------------------------------
@@ -100,14 +103,12 @@ def _mean_ci(values: Sequence[float], s: Settings, scale: float = 1.0) -> JSON:
 
 
 def macro_f1(gold: Sequence[str], predicted: Sequence[str | None], classes: Sequence[str]) -> float:
-    """Mean over ``classes`` of each class's F1; an unqualified answer (None) is wrong for its item."""
-    scores = []
-    for c in classes:
-        tp = sum(1 for g, p in zip(gold, predicted, strict=True) if g == c and p == c)
-        fp = sum(1 for g, p in zip(gold, predicted, strict=True) if g != c and p == c)
-        fn = sum(1 for g, p in zip(gold, predicted, strict=True) if g == c and p != c)
-        scores.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
-    return sum(scores) / len(scores)
+    """Macro-F1 over ``classes`` with an unqualified answer (None) wrong for its item: the shared
+    implementation in :mod:`clinieval.scoring.classification`, never a second one."""
+    from clinieval.scoring.classification import precision_recall_f1
+
+    f1 = precision_recall_f1(gold, predicted, average="macro", labels=classes).f1
+    return 0.0 if f1 is None else f1
 
 
 # --- one arm ---------------------------------------------------------------------------------
@@ -149,12 +150,34 @@ def _label_metrics(arm: Arm, s: Settings) -> JSON:
     return out
 
 
+def _observation_credit(arm: Arm) -> list[float]:
+    """Per report, the share of the 14 observations the answer got right, counting every tuple it
+    gave even when it is unqualified (13 right and one missing is 13/14 here, 0 in the paper's
+    all-or-nothing figure). A failed call is 0."""
+    from clinieval.scoring.classification import multilabel_scores
+
+    gold = [dict(r.sample.metadata["codes"]) for r in arm.records]
+    said = [
+        dict(_score_of(arm, r)[1].get("predictions") or {}) if r.output is not None and r.output.ok else None
+        for r in arm.records
+    ]
+    shares = []
+    for g, p in zip(gold, said, strict=True):
+        shares.append(multilabel_scores([g], [p]).mean_item_accuracy)
+    return shares
+
+
 def _code_metrics(arm: Arm, s: Settings) -> JSON:
     values = [_score_of(arm, r) for r in arm.records]
     accuracy = [v or 0.0 for v, _ in values]
     exact = [float(bool(m.get("exact"))) for _, m in values]
     keep = [i for i, (_, m) in enumerate(values) if m.get("qualified")]
+    credit = _observation_credit(arm)
     return {
+        "per_observation_credit": {
+            "counted_wrong": _mean_ci(credit, s, 100),
+            "exact_match": _mean_ci([float(c == 1.0) for c in credit], s, 100),
+        },
         "average_accuracy": {
             "counted_wrong": _mean_ci(accuracy, s, 100),
             "qualified": _mean_ci([accuracy[i] for i in keep], s, 100),
@@ -205,6 +228,7 @@ def arm_result(arm: Arm, s: Settings) -> JSON:
         "task": arm.task,
         "setting": arm.setting,
         "shots": arm.shots,
+        "split": arm.split,
         **_counts(arm),
     }
     if arm.task in LABELS:
@@ -249,7 +273,7 @@ def _by_domain(arm: Arm, s: Settings) -> JSON:
         return {}
     out: JSON = {}
     for domain, records in sorted(groups.items()):
-        part = Arm(arm.path, arm.model, arm.task, arm.shots, arm.paper_examples, tuple(records))
+        part = replace(arm, records=tuple(records))
         result = {"task": arm.task, "metrics": _metrics_only(part, s)}
         out[domain] = {"items": len(records), "value": main_value(result)}
     return out
@@ -270,14 +294,19 @@ def _metrics_only(arm: Arm, s: Settings) -> JSON:
 def medeval_analysis(
     arms: Sequence[Arm], s: Settings = Settings(), classifiers: tuple[Path, Path] | None = None
 ) -> JSON:
-    """Every arm's result, the k-shot curves (task -> model -> shots -> headline value), and what
-    could not be computed. ``classifiers`` (the ambiguity and the abnormality classifier's folders)
-    give each rewriting arm its ΔAcc_am and ΔAcc_ab."""
+    """Every test arm's result, the k-shot curves (task -> model -> setting -> headline value), the
+    comparisons (settings chosen on validation arms, rows paired on the same items; see
+    :mod:`clinieval.benchmarks.medeval.comparisons`), and what could not be computed.
+    ``classifiers`` (the ambiguity and the abnormality classifier's folders) give each rewriting
+    arm its ΔAcc_am and ΔAcc_ab."""
+    from clinieval.benchmarks.medeval import comparisons
     from clinieval.benchmarks.medeval.rewriting import classifier_deltas
 
-    results = [arm_result(a, s) for a in arms]
+    tested = [a for a in arms if a.split != "validation"]
+    validation = [a for a in arms if a.split == "validation"]
+    results = [arm_result(a, s) for a in tested]
     undefined: list[str] = []
-    for arm, result in zip(arms, results, strict=True):
+    for arm, result in zip(tested, results, strict=True):
         if arm.task != "rewriting":
             continue
         if classifiers is None:
@@ -296,69 +325,21 @@ def medeval_analysis(
     return {
         "options": {"level": s.level, "resamples": s.resamples, "seed": s.seed},
         "arms": results,
-        "families": family_comparison(results),
-        "levels": by_level(results),
-        "zero_vs_few": zero_vs_few(results),
+        "validation_arms": [
+            {
+                "model": a.model,
+                "task": a.task,
+                "setting": a.setting,
+                "items": len(a.records),
+                "path": str(a.path),
+            }
+            for a in validation
+        ],
+        "chosen": [c.describe() | {"task": t} for (_, t), c in sorted(comparisons.choices(arms).items())],
+        "families": comparisons.family_comparison(arms, s),
+        "levels": comparisons.by_level(results),
+        "zero_vs_few": comparisons.zero_vs_few(arms, s),
         "curves": {t: {m: dict(v) for m, v in by_model.items()} for t, by_model in curves.items()},
         "main_metric": dict(MAIN_METRIC),
         "undefined": undefined,
     }
-
-
-def family_comparison(results: Sequence[JSON]) -> JSON:
-    """Per task, the best headline value of each family (adapted PLMs vs prompted LLMs), with the arm."""
-    out: JSON = defaultdict(dict)
-    for r in results:
-        value = main_value(r)
-        best = out[r["task"]].get(r["family"])
-        if value is not None and (best is None or value > best["value"]):
-            out[r["task"]][r["family"]] = {"value": value, "model": r["model"], "setting": r["setting"]}
-    return dict(out)
-
-
-def zero_vs_few(results: Sequence[JSON]) -> list[JSON]:
-    """Per prompted model and task: the zero-shot value beside the best few-shot value."""
-    by_key: dict[tuple[str, str], list[JSON]] = defaultdict(list)
-    for r in results:
-        if r["family"] == "prompted LLM":
-            by_key[(r["model"], r["task"])].append(r)
-    rows = []
-    for (model, task), arms in by_key.items():
-        zero = next((main_value(a) for a in arms if a["shots"] == 0), None)
-        valued = [(main_value(a), a["setting"]) for a in arms if a["shots"] > 0]
-        few = [(v, setting) for v, setting in valued if v is not None]
-        best: tuple[float | None, str | None] = max(few, key=lambda x: x[0], default=(None, None))
-        rows.append(
-            {
-                "model": model,
-                "task": task,
-                "zero_shot": zero,
-                "best_few_shot": best[0],
-                "best_setting": best[1],
-            }
-        )
-    return rows
-
-
-def by_level(results: Sequence[JSON]) -> list[JSON]:
-    """Per model and setting, the mean headline value over the sentence tasks and over the report
-    tasks it ran (the paper's per-level averages; each task's headline metric, 0-100)."""
-    from clinieval.benchmarks.medeval.prompts import SENTENCE_TASKS
-
-    groups: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in results:
-        value = main_value(r)
-        if value is not None:
-            level = "sentence" if r["task"] in SENTENCE_TASKS else "report"
-            groups[(r["model"], r["setting"])][level].append(value)
-    return [
-        {
-            "model": model,
-            "setting": setting,
-            **{
-                level: (sum(v) / len(v), len(v)) if (v := values.get(level)) else None
-                for level in ("sentence", "report")
-            },
-        }
-        for (model, setting), values in groups.items()
-    ]

@@ -65,6 +65,27 @@ def run(
         bool, typer.Option(help="use the paper's fixed examples (abnormality, ambiguity, rewriting)")
     ] = False,
     seed: Annotated[int, typer.Option(help="seed of the example draw and of splits the data lacks")] = 0,
+    split: Annotated[
+        str,
+        typer.Option(
+            help="the split asked: test (reported), or validation (to choose prompts and shots on, "
+            "as the paper does; `analyze` then picks each model's setting by it)"
+        ),
+    ] = "test",
+    qualified: Annotated[
+        str,
+        typer.Option(
+            help="when a label answer qualifies: paper (exactly one label word in it) or strict "
+            "(the label and nothing else)"
+        ),
+    ] = "paper",
+    rewrite_label: Annotated[
+        bool,
+        typer.Option(
+            help="rewriting prompts carry the sentence's Diagnostic: Normal./Abnormal. (the paper's "
+            "prompts); --no-rewrite-label gives Appendix C.3's label-free line"
+        ),
+    ] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (the paper: 200)")] = 200,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N items of each task")] = None,
     concurrency: Concurrency = None,
@@ -80,11 +101,16 @@ def run(
     Re-running the same command resumes each arm where it stopped.
     """
     from clinieval.benchmarks.medeval.data import load_folder
+    from clinieval.benchmarks.medeval.parsing import QUALIFIED_RULES
     from clinieval.benchmarks.medeval.prompts import PAPER_EXAMPLES, TASKS
+    from clinieval.benchmarks.medeval.records import Split
     from clinieval.benchmarks.medeval.task import GENERATION, MedEvalSettings, run_task_arm
     from clinieval.models.spec import arm_dir_name
 
     tasks = [one_of(t, TASKS, "--task") for t in (task or list(TASKS))]
+    asked: tuple[Split, ...] = ("test", "validation")
+    asked_split = one_of(split, asked, "--split")
+    rule = one_of(qualified, QUALIFIED_RULES, "--qualified")
     counts = parse_shots(shots)
     loaded = load_folder(data, seed=seed)
     typer.echo(loaded.describe())
@@ -96,6 +122,9 @@ def run(
         overwrite=overwrite,
         progress=progress,
         seed=seed,
+        split=asked_split,
+        qualified=rule,
+        rewrite_label=rewrite_label,
     )
     paper = dataclasses.replace(base, paper_examples=True)
     counted = [dataclasses.replace(base, shots=k) for k in (counts if shots or not paper_examples else [])]
@@ -113,6 +142,7 @@ def run(
             own = [paper] if paper_examples and name in PAPER_EXAMPLES else []
             for settings in own + counted:
                 label = "paper" if settings.paper_examples else f"{settings.shots}shot"
+                label += "" if asked_split == "test" else f"-{asked_split}"
                 path = out / arm_dir_name(spec, f"{name}-{label}")
                 items = loaded.items_for(name)
                 result = asyncio.run(
@@ -219,7 +249,7 @@ def train(
     out: Annotated[Path, typer.Option(help="folder for models/<kind>-<task>/ and arms/baseline-*")],
     kind: Annotated[list[str] | None, typer.Option(help="tfidf and/or encoder (repeatable)")] = None,
     task: Annotated[list[str] | None, typer.Option(help="abnormality, ambiguity, codes (repeatable)")] = None,
-    epochs: Annotated[int, typer.Option(min=1, help="encoder epochs (the paper: 10)")] = 3,
+    epochs: Annotated[int, typer.Option(min=1, help="encoder epochs (the paper's 10 by default)")] = 10,
     seed: Annotated[int, typer.Option(help="training seed, and of splits the data lacks")] = 0,
 ) -> None:
     """Fine-tune the adapted-PLM baselines on the train split; write their test answers as arms."""

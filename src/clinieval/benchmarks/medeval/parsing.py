@@ -1,17 +1,25 @@
 """Reading MedEval answers, with the paper's "qualified rate": did the answer follow the format?
 
 The paper reports how many outputs follow the required format and does not silently score the
-rest. A label answer is *qualified* only when it is exactly one allowed label, case, surrounding
-whitespace and final punctuation aside ("Abnormal." is qualified; "The sentence is abnormal" and
-"normal or abnormal" are not). A code-prediction answer is qualified when it gives each of the 14
-observations exactly once as an ``(observation, prediction)`` tuple with prediction positive,
-negative or unknown; the prompt's own misspelling "Cardiomeastinum" is read as Cardiomediastinum.
+rest. Its rule for a label answer (Appendix, Table 9) is that the answer includes *only one* of the
+allowed label words: "The sentence is abnormal." and "Label: abnormal" qualify, "normal or
+abnormal" does not. Words are matched as words, so "abnormal" never counts as "normal" and
+"unambiguous" never as "ambiguous". That is the default (``QualifiedRule`` "paper"); the stricter
+reading, where the answer must be the label and nothing else (case, surrounding whitespace, quotes
+and final punctuation aside), is the named option "strict".
+
+A code-prediction answer is qualified when it gives each of the 14 observations exactly once as an
+``(observation, prediction)`` tuple with prediction positive, negative or unknown; the prompt's own
+misspelling "Cardiomeastinum" is read as Cardiomediastinum. The tuples it does give are kept even
+when it is unqualified, for the per-observation credit the analysis reports beside the paper's
+all-or-nothing figures.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
 
@@ -25,10 +33,20 @@ _FINAL_PUNCTUATION = ".!;:,"
 PREDICTIONS = ("positive", "negative", "unknown")
 
 
-def read_label(answer: str, allowed: tuple[str, ...]) -> str | None:
-    """The label the answer is, or None when it is not exactly one allowed label (unqualified)."""
-    text = answer.strip().rstrip(_FINAL_PUNCTUATION).strip().strip("\"'`*").strip().lower()
-    return text if text in allowed else None
+QualifiedRule: TypeAlias = Literal["paper", "strict"]
+QUALIFIED_RULES: tuple[QualifiedRule, ...] = ("paper", "strict")
+"""How a label answer qualifies: "paper" (exactly one of the label words appears in it, as a word;
+the default) or "strict" (the answer is the label and nothing else)."""
+
+
+def read_label(answer: str, allowed: tuple[str, ...], rule: QualifiedRule = "paper") -> str | None:
+    """The label the answer gives, or None when it is unqualified under ``rule``."""
+    if rule == "strict":
+        text = answer.strip().rstrip(_FINAL_PUNCTUATION).strip().strip("\"'`*").strip().lower()
+        return text if text in allowed else None
+    words = set(re.findall(r"[a-z]+", answer.lower()))
+    named = [label for label in allowed if label in words]
+    return named[0] if len(named) == 1 else None
 
 
 def _observation_key(name: str) -> str:

@@ -187,8 +187,14 @@ def _with_shots(intro: str, shots: Shots, ask: str, query: str) -> str:
     return f"{intro} {shots.announce()}\n{examples}\n{ask} {query}"
 
 
-def sentence_prompt(task: TaskName, item: SentenceItem, shots: Shots = Shots()) -> str:
-    """The prompt for one sentence-level item (abnormality, ambiguity or rewriting)."""
+def sentence_prompt(
+    task: TaskName, item: SentenceItem, shots: Shots = Shots(), *, with_label: bool = True
+) -> str:
+    """The prompt for one sentence-level item (abnormality, ambiguity or rewriting).
+
+    ``with_label=False`` gives rewriting Appendix C.3's label-free query line (``Sentence: {}.
+    Rewrite:``), a named option: the model then rewrites without being told the finding. Example
+    lines keep their labels, as all of the paper's do."""
     if task == "abnormality":
         return _with_shots(_ABNORMAL_INTRO, shots, _ABNORMAL_ASK, f"Sentence: {item.sentence} Label:")
     if task == "ambiguity":
@@ -200,7 +206,8 @@ def sentence_prompt(task: TaskName, item: SentenceItem, shots: Shots = Shots()) 
     if task == "rewriting":
         # zero-shot too carries the sentence's label: every zero-shot rewrite prompt the paper shows
         # does (its Appendix C.3 template line alone omits it; shared/spec/medeval.md, corrected)
-        query = f"Sentence: {_bare(item.sentence)}. Diagnostic: {diagnostic(item)}. Rewrite:"
+        label = f" Diagnostic: {diagnostic(item)}." if with_label else ""
+        query = f"Sentence: {_bare(item.sentence)}.{label} Rewrite:"
         if not shots.lines:
             return f"{_REWRITE_INTRO} {_REWRITE_ASK} {query}"
         return _with_shots(_REWRITE_INTRO, shots, _REWRITE_ASK, query)

@@ -60,12 +60,20 @@ def _metric_cells(task: str, metrics: JSON) -> tuple[list[str], list[str]]:
         ]
     if task == "codes":
         a, e = metrics["average_accuracy"], metrics["exact_match"]
-        header = ["average accuracy [95% CI]", "qualified only", "exact match", "exact match, qualified only"]
+        header = [
+            "average accuracy [95% CI]",
+            "qualified only",
+            "exact match",
+            "exact match, qualified only",
+            "per-observation credit (not the paper's)",
+        ]
+        credit = (metrics.get("per_observation_credit") or {}).get("counted_wrong")
         return header, [
             _ci(a["counted_wrong"]),
             _ci(a["qualified"]),
             _ci(e["counted_wrong"]),
             _ci(e["qualified"]),
+            _ci(credit),
         ]
     header = ["ROUGE-1", "ROUGE-2", "ROUGE-L [95% CI]", "ROUGE sum", "BLEU-4", "BLEU-4, qualified only"]
     view, qual = metrics.get("counted_wrong") or {}, metrics.get("qualified") or {}
@@ -183,12 +191,20 @@ def _deltas(task_arms: Sequence[JSON]) -> Block | None:
                 a["setting"],
                 _ci({"value": am["delta"], "ci": am["ci"]}),
                 _ci({"value": ab["delta"], "ci": ab["ci"]}),
+                f"{d.get('rewrites_failed', '?')} of {d.get('rewrites', len(a.get('records', [])) or '?')}",
                 used,
             ]
         )
     if not rows:
         return None
-    header = ["model", "setting", "ΔAcc_am (higher is better)", "ΔAcc_ab (lower is better)", "classifiers"]
+    header = [
+        "model",
+        "setting",
+        "ΔAcc_am (higher is better)",
+        "ΔAcc_ab (lower is better)",
+        "rewrites failed (measured as the original)",
+        "classifiers",
+    ]
     return Table(header, rows)
 
 
@@ -206,60 +222,151 @@ def _classifier_note(task_arms: Sequence[JSON]) -> Block | None:
     return None
 
 
-def _comparisons(result: JSON) -> list[Block]:
+def _pm(entry: JSON | None) -> str:
+    """A paired difference with its CI and p-value."""
+    if not entry:
+        return "—"
+    low, high = entry["ci"]
+    return f"{entry['value']:+.1f} [{low:+.1f} to {high:+.1f}], p={entry['p']:.3f}"
+
+
+def _members(members: Sequence[JSON]) -> str:
+    return "; ".join(f"{m['model']} ({m['setting']}: {m['chosen_by']})" for m in members)
+
+
+def _families(result: JSON) -> Block | None:
     fam = result.get("families") or {}
-    rows = [
-        [task, *(_best(fam[task].get(f)) for f in ("adapted PLM", "prompted LLM"))]
-        for task in TASKS
-        if task in fam
+    rows = []
+    for task in TASKS:
+        f = fam.get(task)
+        if not f:
+            continue
+        sides = f["sides"]
+        rows.append(
+            [
+                task,
+                f["metric"],
+                str(f["n"]),
+                _ci(sides.get("adapted PLM")),
+                _ci(sides.get("prompted LLM")),
+                _pm(f["difference"]),
+                _members(f["members"]["adapted PLM"]),
+                _members(f["members"]["prompted LLM"]),
+            ]
+        )
+    if not rows:
+        return None
+    header = [
+        "task",
+        "per-item metric",
+        "n (same test items)",
+        "adapted PLMs [95% CI]",
+        "prompted LLMs [95% CI]",
+        "LLMs minus PLMs [95% CI]",
+        "PLM arms (how chosen)",
+        "LLM arms (how chosen)",
     ]
-    few = [
-        [r["model"], r["task"], _n(r["zero_shot"]), _n(r["best_few_shot"]), r["best_setting"] or "—"]
+    note = Paragraph(
+        "Each family is the average of its models, each at the setting chosen on the validation split "
+        "(or, without validation runs, the paper's setting fixed in advance: never a test score), "
+        "compared on the test items every one of those arms answered; items only some arms answered "
+        "are left out and counted in medeval.json (`dropped`).",
+        "note",
+    )
+    return Section("Adapted PLMs vs prompted LLMs", [note, Table(header, rows)])
+
+
+def _zero_few(result: JSON) -> Block | None:
+    rows = [
+        [
+            r["model"],
+            r["task"],
+            r["metric"],
+            str(r["n"]),
+            _ci(r["sides"]["zero-shot"]),
+            _ci(r["sides"]["few-shot"]),
+            f"{r['few_shot']['setting']} ({r['few_shot']['chosen_by']})",
+            _pm(r["difference"]),
+        ]
         for r in result.get("zero_vs_few") or []
     ]
-    out: list[Block] = []
-    if rows:
-        out.append(
-            Section(
-                "Adapted PLMs vs prompted LLMs (best arm of each, headline metric)",
-                [Table(["task", "adapted PLM", "prompted LLM"], rows)],
-            )
-        )
-    levels = [
-        [r["model"], r["setting"], *(_level(r[lv]) for lv in ("sentence", "report"))]
+    if not rows:
+        return None
+    header = [
+        "model",
+        "task",
+        "per-item metric",
+        "n (same test items)",
+        "zero-shot [95% CI]",
+        "few-shot [95% CI]",
+        "few-shot setting (how chosen)",
+        "few minus zero [95% CI]",
+    ]
+    return Section("Zero-shot vs few-shot", [Table(header, rows)])
+
+
+def _levels(result: JSON) -> Block | None:
+    rows = [
+        [r["model"], r["setting"], r["level"], r["metric"], ", ".join(r["tasks"]), _n(r["value"])]
         for r in result.get("levels") or []
     ]
-    if levels:
-        header = [
-            "model",
-            "setting",
-            "sentence tasks (mean headline, tasks)",
-            "report tasks (mean headline, tasks)",
+    if not rows:
+        return None
+    note = Paragraph(
+        "The mean over the tasks of one level that share a metric (test split); tasks scored by different "
+        "metrics are never averaged together.",
+        "note",
+    )
+    header = ["model", "setting", "level", "metric", "tasks", "mean"]
+    return Section("By level", [note, Table(header, rows)])
+
+
+def _chosen(result: JSON) -> Block | None:
+    chosen = result.get("chosen") or []
+    if not chosen:
+        return None
+    rows = [
+        [
+            c["model"],
+            c["task"],
+            c["setting"],
+            c["chosen_by"],
+            ", ".join(f"{k} {_n(v)}" for k, v in c["validation"].items()) or "—",
         ]
-        out.append(Section("By level", [Table(header, levels)]))
-    if few:
-        header = ["model", "task", "zero-shot", "best few-shot", "its setting"]
-        out.append(Section("Zero-shot vs few-shot", [Table(header, few)]))
+        for c in chosen
+    ]
+    val = result.get("validation_arms") or []
+    note = Paragraph(
+        f"{len(val)} validation arm(s) read. A model's setting for the comparisons above is the one with "
+        "the best validation score; test scores never choose.",
+        "note",
+    )
+    return Section(
+        "How each model's setting was chosen",
+        [note, Table(["model", "task", "setting", "chosen by", "validation scores"], rows)],
+    )
+
+
+def _comparisons(result: JSON) -> list[Block]:
+    out = [
+        b for b in (_families(result), _levels(result), _zero_few(result), _chosen(result)) if b is not None
+    ]
     if result.get("undefined"):
         out.append(Section("Not computed", [report.BulletList(result["undefined"])]))
     return out
-
-
-def _level(entry: list[float] | None) -> str:
-    return "—" if not entry else f"{_n(entry[0])} ({int(entry[1])})"
-
-
-def _best(entry: JSON | None) -> str:
-    return "—" if not entry else f"{_n(entry['value'])} ({entry['model']}, {entry['setting']})"
 
 
 def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool, view: str | None = None) -> Document:
     """The whole report; ``arms`` (the records) feed only the per-answer tables."""
     blocks: list[Block] = [
         Paragraph(
-            f"{len(result['arms'])} arms. Metrics in two views: unqualified answers (and failed calls) "
-            "counted wrong, and qualified answers only; the qualified rate is the share of answers in the "
-            f"required format. Bootstrap: {result['options']['resamples']:,} resamples over items, seed "
+            f"{len(result['arms'])} arms, each scored on the test split (n = its `items`; the "
+            f"{len(result.get('validation_arms') or [])} validation arm(s) only choose settings). Metrics in "
+            "two views: unqualified answers (and failed calls) counted wrong, and qualified answers only; "
+            "the qualified rate is the share of answers in the required format. A code answer is scored "
+            "all-or-nothing, as in the paper (an unqualified one scores 0 on all 14 observations); the "
+            "per-observation credit beside it counts every observation the answer got right. "
+            f"95% CIs: {result['options']['resamples']:,} bootstrap resamples over items, seed "
             f"{result['options']['seed']}.",
             "note",
         )

@@ -6,7 +6,13 @@ on the original sentences (all ambiguous) minus its accuracy on the rewrites, wi
 label kept as gold (**ΔAcc_am**, higher is better: the rewrites stopped looking ambiguous), and the
 same for an abnormality classifier (**ΔAcc_ab**, lower is better: a faithful rewrite keeps the
 normal/abnormal finding). Which classifiers were used, and their own test accuracy, are recorded
-beside the numbers, as the paper asks. A failed or empty rewrite is classified as the empty string.
+beside the numbers, as the paper asks.
+
+A failed call or an unqualified (empty) rewrite achieved nothing, so it is measured as the original
+sentence: it neither disambiguates nor distorts, and adds 0 to both deltas. (Classifying it as the
+empty string, as an earlier version did, let a TF-IDF model answer with its intercept, the majority
+class "unambiguous", so every failure counted as a successful disambiguation.) How many rewrites
+failed is reported beside the deltas as ``rewrites_failed``.
 """
 
 from __future__ import annotations
@@ -73,7 +79,9 @@ def classifier_deltas(
     am, am_card = _load(ambiguity, "ambiguity")
     ab, ab_card = _load(abnormality, "abnormality")
     originals = [str(r.sample.metadata.get("sentence") or "") for r in records]
-    rewrites = [r.output.text.strip() if r.output is not None and r.output.ok else "" for r in records]
+    answers = [r.output.text.strip() if r.output is not None and r.output.ok else "" for r in records]
+    rewrites = [a or o for a, o in zip(answers, originals, strict=True)]
+    failed = sum(1 for a in answers if not a)
     normal = ["abnormal" if r.sample.metadata.get("abnormal") else "normal" for r in records]
     ambiguous = ["ambiguous"] * len(records)
     return {
@@ -83,6 +91,8 @@ def classifier_deltas(
         "delta_acc_ab": _delta(
             _accuracy(ab, originals, normal), _accuracy(ab, rewrites, normal), resamples, seed
         ),
+        "rewrites": len(records),
+        "rewrites_failed": failed,
         "classifiers": {
             "ambiguity": _card_summary(ambiguity, am_card),
             "abnormality": _card_summary(abnormality, ab_card),

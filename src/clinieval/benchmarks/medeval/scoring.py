@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from clinieval.benchmarks.medeval.parsing import LABELS, read_codes, read_label
+from clinieval.benchmarks.medeval.parsing import LABELS, QualifiedRule, read_codes, read_label
 from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
 from clinieval.records import SampleRecord
 from clinieval.scoring.scorers import failed_score, generated_output
@@ -25,9 +25,11 @@ from clinieval.types import Score
 
 @dataclass(frozen=True, slots=True)
 class LabelAccuracy:
-    """Abnormality or ambiguity: 1 when the answer is exactly the gold label."""
+    """Abnormality or ambiguity: 1 when the answer gives the gold label, qualified by ``rule``
+    (the paper's: exactly one label word in the answer)."""
 
     task: Literal["abnormality", "ambiguity"]
+    rule: QualifiedRule = "paper"
 
     @property
     def name(self) -> str:
@@ -40,12 +42,13 @@ class LabelAccuracy:
         out = generated_output(record, self.name)
         if not out.ok:
             return failed_score(out.error_kind, out.error_message)
-        label = read_label(out.text, LABELS[self.task])
+        label = read_label(out.text, LABELS[self.task], self.rule)
         gold = str(record.sample.target)
+        why = "exactly one label word" if self.rule == "paper" else "the label and nothing else"
         return Score(
             value=float(label == gold),
-            explanation=None if label is not None else "unqualified: not exactly one allowed label",
-            metadata={"qualified": label is not None, "label": label, "gold": gold},
+            explanation=None if label is not None else f"unqualified: not {why}",
+            metadata={"qualified": label is not None, "label": label, "gold": gold, "rule": self.rule},
         )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clinieval.benchmarks.medeval.parsing import QualifiedRule
 from clinieval.benchmarks.medeval.prompts import (
     PAPER_SHOTS,
     SENTENCE_TASKS,
@@ -59,6 +60,11 @@ class MedEvalSettings(ArmSettings):
     absent_as: str = "unknown"
     """What a code the report never mentions should be predicted as. The prompt offers positive,
     negative or unknown; of those only "unknown" is true of an observation the report is silent on."""
+    qualified: QualifiedRule = "paper"
+    """How a label answer qualifies (the paper's rule by default; "strict" as an option)."""
+    rewrite_label: bool = True
+    """Whether a rewriting query carries the sentence's ``Diagnostic: Normal.|Abnormal.`` (as every
+    rewrite prompt the paper shows does); False gives Appendix C.3's label-free template line."""
 
 
 def eligible(task: TaskName, item: Item) -> bool:
@@ -118,7 +124,7 @@ def _shots(task: TaskName, train: Sequence[Item], settings: MedEvalSettings) -> 
 def _sample(task: TaskName, item: Item, shots: Shots, settings: MedEvalSettings) -> Sample:
     meta: JSON = {"task": task, "domain": item.domain, "split": item.split}
     if isinstance(item, SentenceItem):
-        prompt = sentence_prompt(task, item, shots)
+        prompt = sentence_prompt(task, item, shots, with_label=settings.rewrite_label)
         target = item.rewrite if task == "rewriting" else gold_label(task, item)
         meta |= {
             "level": "sentence",
@@ -140,9 +146,9 @@ def _sample(task: TaskName, item: Item, shots: Shots, settings: MedEvalSettings)
     return Sample(id=item.id, input=prompt, target=target, metadata=meta)
 
 
-def scorers_for(task: TaskName) -> tuple[Scorer, ...]:
+def scorers_for(task: TaskName, rule: QualifiedRule = "paper") -> tuple[Scorer, ...]:
     if task in ("abnormality", "ambiguity"):
-        return (LabelAccuracy(task),)
+        return (LabelAccuracy(task, rule),)
     if task == "codes":
         return (CodeAccuracy(),)
     if task == "rewriting":
@@ -193,6 +199,8 @@ def medeval_task(
         "split": settings.split,
         "splits": split_info or {},
         "absent_as": settings.absent_as if task == "codes" else None,
+        "qualified_rule": settings.qualified if task in ("abnormality", "ambiguity") else None,
+        "rewrite_label": settings.rewrite_label if task == "rewriting" else None,
         "context_policy": "drop",
         "paper_shots": PAPER_SHOTS[task],
     }
@@ -200,7 +208,7 @@ def medeval_task(
         name=f"medeval-{task}",
         load=lambda: list(samples),
         prompt=PromptTemplate(user="{input}"),
-        scorers=scorers_for(task),
+        scorers=scorers_for(task, settings.qualified),
         generation=settings.generation,
         context_policy=PromptLength(),
         data_files=list(data_files),

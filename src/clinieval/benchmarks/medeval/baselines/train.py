@@ -22,7 +22,7 @@ from clinieval import __version__
 from clinieval.benchmarks.medeval.baselines.classifiers import Labels, new_classifier
 from clinieval.benchmarks.medeval.parsing import LABELS
 from clinieval.benchmarks.medeval.prompts import TaskName, gold_label
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 from clinieval.benchmarks.medeval.task import Item, MedEvalSettings, eligible, medeval_task
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
@@ -98,7 +98,7 @@ def train_baseline(
     out: Path,
     *,
     seed: int = 0,
-    epochs: int = 3,
+    epochs: int = 10,
     absent_as: str = "unknown",
     split_info: JSON | None = None,
 ) -> Trained:
@@ -138,6 +138,18 @@ def train_baseline(
     arm = write_baseline_arm(
         task, items, answers, f"baseline:{kind}", card, out / "arms" / f"baseline-{kind}-{task}"
     )
+    validation = _split(task, items, "validation")
+    if validation:  # the split the analysis chooses arms on, as for the prompted models
+        said = classifier.predict([example(task, x, absent_as)[0] for x in validation])
+        write_baseline_arm(
+            task,
+            items,
+            {x.id: answer_text(task, p) for x, p in zip(validation, said, strict=True)},
+            f"baseline:{kind}",
+            card,
+            out / "arms" / f"baseline-{kind}-{task}-validation",
+            split="validation",
+        )
     return Trained(card, model_dir, arm)
 
 
@@ -152,10 +164,17 @@ def lead_sentence_arm(items: Sequence[Item], out: Path) -> Path:
 
 
 def write_baseline_arm(
-    task: TaskName, items: Sequence[Item], answers: Mapping[str, str], spec: str, identity: JSON, out: Path
+    task: TaskName,
+    items: Sequence[Item],
+    answers: Mapping[str, str],
+    spec: str,
+    identity: JSON,
+    out: Path,
+    split: Split = "test",
 ) -> Path:
-    """A run folder whose records hold ``answers`` (sample id -> text), scored as an LLM's would be."""
-    built = medeval_task(task, items, MedEvalSettings())
+    """A run folder whose records hold ``answers`` (sample id -> text) for the ``split`` items,
+    scored as an LLM's would be."""
+    built = medeval_task(task, items, MedEvalSettings(split=split))
     samples = built.load()
     run_spec: dict[str, Any] = {
         "task": built.spec(),

@@ -1,0 +1,231 @@
+"""MedEval's comparisons between arms, made the way the paper makes them and a reviewer accepts them.
+
+Three rules hold for every comparison here:
+
+* **Settings are chosen on validation, never on test.** The paper picks prompts on the validation
+  split and reports test. When a model ran a task in several settings (zero-shot, k-shot) and each
+  also ran on validation (``medeval run --split validation``), the setting with the best validation
+  score is taken and its *test* score reported. Without validation runs nothing is chosen: the
+  paper's own setting (its number of examples, fixed before any result) is used, and the report
+  says so. A test score never decides which arm is shown.
+* **Rows are compared on the same items, paired.** Arms may cover different items (``--limit``,
+  failed calls, baselines that answer the whole test split); a comparison keeps only the items every
+  compared arm answered, says how many (``n``) and how many it dropped, and gives each side's mean
+  with a 95% bootstrap CI and the paired difference with its CI and p-value.
+* **No average mixes metrics.** A level's average covers only tasks scored by the same metric
+  (abnormality and ambiguity accuracy); BLEU-4, ROUGE-L and code accuracy are never averaged
+  together.
+
+Per-item values are each task's per-answer score with unqualified answers and failed calls counted
+wrong (0): accuracy for the label tasks, the share of the 14 observations right (all-or-nothing per
+report, as the paper) for codes, ROUGE-L F for summaries and sentence BLEU-4 for rewrites (the
+corpus BLEU-4 of the task tables is not defined per item).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clinieval.benchmarks.medeval.analysis import Arm, Settings
+from clinieval.benchmarks.medeval.prompts import PAPER_SHOTS, SENTENCE_TASKS, TaskName
+
+JSON = dict[str, Any]
+
+ITEM_METRIC: dict[TaskName, str] = {
+    "abnormality": "accuracy",
+    "ambiguity": "accuracy",
+    "codes": "average accuracy",
+    "summarization": "ROUGE-L F",
+    "rewriting": "sentence BLEU-4",
+}
+"""What a comparison's per-item value is, per task (x100)."""
+
+FAMILIES = ("adapted PLM", "prompted LLM")
+
+
+def per_item(arm: Arm) -> dict[str, float]:
+    """Sample id -> the arm's per-item score x100, failed calls and unqualified answers as 0."""
+    out: dict[str, float] = {}
+    for r in arm.records:
+        score = r.scores.get(f"medeval_{arm.task}")
+        value = None if score is None else score.value
+        out[r.sample.id] = 100.0 * (value or 0.0)
+    return out
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The arm a model is represented by on one task, and how it was chosen."""
+
+    arm: Arm
+    how: str
+    validation: dict[str, float]
+    """Setting -> validation score of each candidate (empty when none ran on validation)."""
+
+    def describe(self) -> JSON:
+        return {
+            "model": self.arm.model,
+            "setting": self.arm.setting,
+            "chosen_by": self.how,
+            "validation": self.validation,
+        }
+
+
+def _paper_setting(task: TaskName, candidates: Sequence[Arm]) -> Arm:
+    paper = [a for a in candidates if a.paper_examples or a.shots == PAPER_SHOTS[task]]
+    zero = [a for a in candidates if a.shots == 0]
+    return (paper or zero or sorted(candidates, key=lambda a: (a.shots, a.setting)))[0]
+
+
+def choose(candidates: Sequence[Arm], validation: Sequence[Arm]) -> Choice:
+    """One model's test arm for one task among its settings, chosen on validation (see the module)."""
+    first = candidates[0]
+    if len(candidates) == 1:
+        return Choice(first, "the only setting run", {})
+    scores: dict[str, float] = {}
+    for arm in candidates:
+        match = [v for v in validation if v.setting == arm.setting]
+        if match:
+            scores[arm.setting] = _mean(list(per_item(match[0]).values()))
+    if len(scores) == len(candidates):
+        best = max(candidates, key=lambda a: (scores[a.setting], -a.shots))
+        return Choice(best, "best validation score", scores)
+    picked = _paper_setting(first.task, candidates)
+    missing = len(candidates) - len(scores)
+    how = (
+        f"fixed in advance ({picked.setting}): {missing} of {len(candidates)} settings have no "
+        "validation run, so none was chosen (a test score never chooses)"
+    )
+    return Choice(picked, how, scores)
+
+
+def choices(arms: Sequence[Arm]) -> dict[tuple[str, TaskName], Choice]:
+    """Per (model, task): the chosen test arm. Validation arms only inform the choice."""
+    tests: dict[tuple[str, TaskName], list[Arm]] = defaultdict(list)
+    vals: dict[tuple[str, TaskName], list[Arm]] = defaultdict(list)
+    for a in arms:
+        (vals if a.split == "validation" else tests)[(a.model, a.task)].append(a)
+    return {key: choose(found, vals.get(key, [])) for key, found in tests.items()}
+
+
+def _side(values: Sequence[float], s: Settings) -> JSON:
+    from clinieval.analysis.uncertainty import bootstrap_ci
+
+    ci = None
+    if len(values) > 1:
+        low, high = bootstrap_ci(values, level=s.level, resamples=s.resamples, seed=s.seed)
+        ci = [low, high]
+    return {"value": _mean(values), "ci": ci}
+
+
+def paired(sides: Mapping[str, Mapping[str, float]], s: Settings) -> JSON:
+    """Each side's mean over the items *all* sides answered, with CIs, and (for two sides) the
+    paired difference first minus second. ``dropped``: items a side answered that not all did."""
+    from clinieval.analysis.uncertainty import paired_bootstrap
+
+    names = list(sides)
+    common = sorted(set.intersection(*(set(v) for v in sides.values())))
+    out: JSON = {
+        "n": len(common),
+        "dropped": {k: len(v) - len(common) for k, v in sides.items()},
+        "sides": {k: _side([v[i] for i in common], s) if common else None for k, v in sides.items()},
+        "difference": None,
+    }
+    if len(names) == 2 and len(common) > 1:
+        a, b = ([sides[k][i] for i in common] for k in names)
+        boot = paired_bootstrap(a, b, level=s.level, resamples=s.resamples, seed=s.seed)
+        out["difference"] = {
+            "of": f"{names[0]} minus {names[1]}",
+            "value": boot.mean_difference,
+            "ci": [boot.ci_low, boot.ci_high],
+            "p": boot.pvalue,
+        }
+    return out
+
+
+def _family_items(chosen: Sequence[Choice]) -> dict[str, float]:
+    """A family's per-item value: the mean over its models' chosen arms, on the items all answered."""
+    tables = [per_item(c.arm) for c in chosen]
+    common = set.intersection(*(set(t) for t in tables))
+    return {i: _mean([t[i] for t in tables]) for i in common}
+
+
+def family_comparison(arms: Sequence[Arm], s: Settings) -> JSON:
+    """Per task: adapted PLMs vs prompted LLMs, each family the average of its models (each at its
+    chosen setting, as the paper averages per family), on the same test items, paired."""
+    chosen = choices(arms)
+    out: JSON = {}
+    for task in sorted({t for _, t in chosen}):
+        members = {
+            f: [c for (_, t), c in chosen.items() if t == task and c.arm.family == f] for f in FAMILIES
+        }
+        if not all(members.values()):
+            continue
+        sides = {f: _family_items(members[f]) for f in FAMILIES}
+        out[task] = {
+            "metric": ITEM_METRIC[task],
+            "split": "test",
+            **paired({"prompted LLM": sides["prompted LLM"], "adapted PLM": sides["adapted PLM"]}, s),
+            "members": {f: [c.describe() for c in members[f]] for f in FAMILIES},
+        }
+    return out
+
+
+def zero_vs_few(arms: Sequence[Arm], s: Settings) -> list[JSON]:
+    """Per prompted model and task: zero-shot against its few-shot setting (chosen on validation
+    among the few-shot ones, else the paper's), on the same test items, paired."""
+    tests: dict[tuple[str, TaskName], list[Arm]] = defaultdict(list)
+    vals: dict[tuple[str, TaskName], list[Arm]] = defaultdict(list)
+    for a in arms:
+        if a.family == "prompted LLM":
+            (vals if a.split == "validation" else tests)[(a.model, a.task)].append(a)
+    rows = []
+    for (model, task), found in sorted(tests.items()):
+        zero = [a for a in found if a.shots == 0]
+        few = [a for a in found if a.shots > 0]
+        if not zero or not few:
+            continue
+        pick = choose(few, [v for v in vals.get((model, task), []) if v.shots > 0])
+        compared = paired({"few-shot": per_item(pick.arm), "zero-shot": per_item(zero[0])}, s)
+        rows.append(
+            {
+                "model": model,
+                "task": task,
+                "metric": ITEM_METRIC[task],
+                "few_shot": pick.describe(),
+                **compared,
+            }
+        )
+    return rows
+
+
+def by_level(results: Sequence[JSON]) -> list[JSON]:
+    """Per model and setting, the mean headline value of the tasks of one level that share a metric
+    (the paper's per-level averages, without averaging accuracy with BLEU or ROUGE)."""
+    from clinieval.benchmarks.medeval.analysis import MAIN_METRIC, main_value
+
+    groups: dict[tuple[str, str, str, str], list[tuple[str, float]]] = defaultdict(list)
+    for r in results:
+        value = main_value(r)
+        if value is not None and r.get("split", "test") == "test":
+            level = "sentence" if r["task"] in SENTENCE_TASKS else "report"
+            groups[(r["model"], r["setting"], level, MAIN_METRIC[r["task"]])].append((r["task"], value))
+    return [
+        {
+            "model": model,
+            "setting": setting,
+            "level": level,
+            "metric": metric,
+            "tasks": [t for t, _ in found],
+            "value": _mean([v for _, v in found]),
+        }
+        for (model, setting, level, metric), found in groups.items()
+        if len(found) > 1
+    ]

@@ -1,0 +1,184 @@
+"""MedEval's comparisons: settings chosen on validation (never test), rows on the same items with n
+and CIs, no average across metrics, per-observation credit beside the paper's all-or-nothing codes.
+
+Arms are real run folders written by ``write_baseline_arm`` (the answers are scripted) and read
+back with ``read_arm``; their model and shot setting are then set as a prompted model's would be.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+
+from clinieval.benchmarks.medeval import analysis, comparisons
+from clinieval.benchmarks.medeval.analysis import Arm, Settings, medeval_analysis, read_arm
+from clinieval.benchmarks.medeval.baselines.train import answer_text, write_baseline_arm
+from clinieval.benchmarks.medeval.prompts import TaskName
+from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
+
+FAST = Settings(resamples=200)
+
+
+def sentences(n: int = 40) -> list[SentenceItem]:
+    out = []
+    for i in range(n):
+        split: Split = "validation" if i % 4 == 3 else "test" if i % 4 == 2 else "train"
+        out.append(
+            SentenceItem(
+                f"s{i}", f"finding number {i}.", CHEST, abnormal=i % 2 == 0, ambiguous=False, split=split
+            )
+        )
+    return out
+
+
+def arm(
+    tmp: Path,
+    task: TaskName,
+    items: list[SentenceItem] | list[ReportItem],
+    right: float,
+    *,
+    model: str = "openai:http://127.0.0.1:1/v1@m",
+    shots: int = 0,
+    split: Split = "test",
+    limit: int | None = None,
+) -> Arm:
+    """An arm answering the first ``limit`` items of ``split``, the first ``right`` share correctly."""
+    asked = [x for x in items if x.split == split][:limit]
+    answers = {}
+    for k, x in enumerate(asked):
+        ok = k < round(right * len(asked))
+        assert isinstance(x, SentenceItem)
+        gold = "abnormal" if x.abnormal else "normal"
+        answers[x.id] = gold if ok else ("normal" if gold == "abnormal" else "abnormal")
+    kept = [x for x in items if x.split != split or x in asked]
+    name = f"{model.rsplit('@', 1)[-1]}-{task}-{shots}-{split}-{len(list(tmp.iterdir()))}"
+    folder = write_baseline_arm(task, kept, answers, model, {}, tmp / name, split=split)
+    return dataclasses.replace(read_arm(folder), model=model, shots=shots)
+
+
+def test_the_few_shot_setting_is_chosen_on_validation_and_reported_on_test(tmp_path: Path) -> None:
+    """Two few-shot settings: 3-shot is better on test, 1-shot on validation. The validation split
+    chooses (1-shot) and its *test* score is what the comparison shows; before, the best test arm
+    was picked."""
+    items = sentences()
+    arms = [
+        arm(tmp_path, "abnormality", items, 0.5, shots=0),
+        arm(tmp_path, "abnormality", items, 0.6, shots=1),
+        arm(tmp_path, "abnormality", items, 0.9, shots=3),
+        arm(tmp_path, "abnormality", items, 0.2, shots=0, split="validation"),
+        arm(tmp_path, "abnormality", items, 0.8, shots=1, split="validation"),
+        arm(tmp_path, "abnormality", items, 0.4, shots=3, split="validation"),
+    ]
+    result = medeval_analysis(arms, FAST)
+    assert len(result["arms"]) == 3 and len(result["validation_arms"]) == 3  # validation is not reported
+    row = result["zero_vs_few"][0]
+    assert row["few_shot"]["setting"] == "1-shot" and row["few_shot"]["chosen_by"] == "best validation score"
+    assert row["sides"]["few-shot"]["value"] == pytest.approx(60.0)  # its test score, not the best test
+    assert row["sides"]["zero-shot"]["value"] == pytest.approx(50.0)
+    assert row["difference"]["value"] == pytest.approx(10.0) and row["n"] == 10
+    chosen = {c["task"]: c for c in result["chosen"]}["abnormality"]
+    assert chosen["setting"] == "1-shot" and chosen["validation"]["zero-shot"] == pytest.approx(20.0)
+
+
+def test_without_validation_runs_the_papers_setting_is_used_never_the_best_test_one(tmp_path: Path) -> None:
+    items = sentences()
+    arms = [
+        arm(tmp_path, "abnormality", items, 0.9, shots=0),
+        arm(tmp_path, "abnormality", items, 0.5, shots=2),  # the paper's 2-shot, worse on test
+        arm(tmp_path, "abnormality", items, 1.0, model="baseline:tfidf"),
+    ]
+    result = medeval_analysis(arms, FAST)
+    chosen = {c["model"]: c for c in result["chosen"]}
+    llm = chosen["openai:http://127.0.0.1:1/v1@m"]
+    assert llm["setting"] == "2-shot" and llm["chosen_by"].startswith("fixed in advance")
+    fam = result["families"]["abnormality"]
+    assert fam["sides"]["prompted LLM"]["value"] == pytest.approx(50.0)
+
+
+def test_families_are_compared_on_the_same_items_with_n_and_intervals(tmp_path: Path) -> None:
+    """The baseline answers the whole test split (10 items), the LLM 6: the comparison is on those 6,
+    paired, and says how many each side lost."""
+    items = sentences()
+    arms = [
+        arm(tmp_path, "abnormality", items, 0.5, limit=6),
+        arm(tmp_path, "abnormality", items, 1.0, model="baseline:tfidf"),
+        arm(tmp_path, "abnormality", items, 0.0, model="baseline:encoder"),
+    ]
+    fam = medeval_analysis(arms, FAST)["families"]["abnormality"]
+    assert fam["n"] == 6 and fam["dropped"] == {"prompted LLM": 0, "adapted PLM": 4}
+    assert fam["metric"] == "accuracy" and fam["split"] == "test"
+    # the PLM family is the mean of its two models on those items: 100 and 0
+    assert fam["sides"]["adapted PLM"]["value"] == pytest.approx(50.0)
+    assert fam["sides"]["prompted LLM"]["value"] == pytest.approx(50.0)
+    low, high = fam["sides"]["prompted LLM"]["ci"]
+    assert low < 50.0 < high
+    assert fam["difference"]["of"] == "prompted LLM minus adapted PLM" and "p" in fam["difference"]
+    assert {m["model"] for m in fam["members"]["adapted PLM"]} == {"baseline:tfidf", "baseline:encoder"}
+
+
+def test_levels_never_average_different_metrics(tmp_path: Path) -> None:
+    """Sentence level: abnormality and ambiguity accuracy may be averaged; rewriting's BLEU-4 may not
+    join them (before, one "sentence tasks" mean held all three)."""
+    results = [
+        {"model": "m", "setting": "zero-shot", "task": t, "split": "test", "metrics": metrics}
+        for t, metrics in [
+            ("abnormality", {"accuracy": {"counted_wrong": {"value": 80.0}}}),
+            ("ambiguity", {"accuracy": {"counted_wrong": {"value": 60.0}}}),
+            ("rewriting", {"counted_wrong": {"bleu4": 5.0}}),
+            ("summarization", {"counted_wrong": {"rougeL": {"value": 30.0}}}),
+        ]
+    ]
+    levels = comparisons.by_level(results)
+    assert levels == [
+        {
+            "model": "m",
+            "setting": "zero-shot",
+            "level": "sentence",
+            "metric": "accuracy",
+            "tasks": ["abnormality", "ambiguity"],
+            "value": 70.0,
+        }
+    ]
+
+
+def _report(i: int, split: Split = "test") -> ReportItem:
+    return ReportItem(
+        f"r{i}",
+        "FINDINGS: Clear. IMPRESSION: Normal.",
+        CHEST,
+        findings="Clear.",
+        impression="Normal.",
+        codes={"No Finding": "positive"},
+        split=split,
+    )
+
+
+def test_code_answers_get_per_observation_credit_beside_the_papers_all_or_nothing(tmp_path: Path) -> None:
+    items = [_report(i) for i in range(4)] + [_report(9, "train")]
+    full = answer_text(
+        "codes", tuple("positive" if o == "No Finding" else "unknown" for o in CHEXPERT_OBSERVATIONS)
+    )
+    thirteen = full.rsplit(", (", 1)[0]  # the last observation missing: unqualified
+    answers = {"r0": full, "r1": thirteen, "r2": thirteen, "r3": "I cannot tell."}
+    folder = write_baseline_arm("codes", items, answers, "openai:http://127.0.0.1:1/v1@m", {}, tmp_path / "c")
+    metrics = analysis.arm_result(read_arm(folder), FAST)["metrics"]
+    assert metrics["average_accuracy"]["counted_wrong"]["value"] == pytest.approx(25.0)  # 1 of 4 reports
+    credit = metrics["per_observation_credit"]["counted_wrong"]["value"]
+    assert credit == pytest.approx(100 * (1 + 13 / 14 + 13 / 14 + 0) / 4)
+
+
+def test_medeval_has_one_macro_f1_the_shared_one() -> None:
+    """MedEval's analysis and baselines use :mod:`clinieval.scoring.classification`; no second F1."""
+    from clinieval.scoring.classification import precision_recall_f1
+
+    source = inspect.getsource(analysis)
+    assert "2 * tp" not in source and "precision_recall_f1" in source
+    gold = ["normal", "abnormal", "abnormal", "normal", "abnormal"]
+    said: list[str | None] = ["normal", None, "abnormal", "abnormal", "abnormal"]
+    expected = precision_recall_f1(gold, said, average="macro", labels=("normal", "abnormal")).f1
+    assert analysis.macro_f1(gold, said, ("normal", "abnormal")) == expected
+    # by hand: normal tp1 fp0 fn1 -> 2/3; abnormal tp2 fp1 fn1 (the None) -> 4/6
+    assert expected == pytest.approx(2 / 3)
