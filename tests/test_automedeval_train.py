@@ -266,8 +266,8 @@ def test_train_wiring_on_a_tiny_random_model_not_a_judge(tmp_path: Path) -> None
     instances = [taught(0, "low"), taught(1, "low"), taught(2, None), taught(3, "high"), taught(4, "high")]
     write_curriculum(instances, stages, "hf", "test")
     out = tmp_path / "judge"
-    args = ("train", stages, "--model", base, "--out", out,
-            "--lr", "1e-3", "--max-steps", "2", "--no-progress")  # fmt: skip
+    args = ("train", stages, "--model", base, "--out", out, "--lr", "1e-3", "--max-steps", "2",
+            "--batch-size", "1", "--effective-batch", "1", "--no-progress")  # fmt: skip
     said = invoke(*args)
     report = json.loads((out / "train.json").read_text())
     s1, s2, s3 = report["stages"]
@@ -305,6 +305,21 @@ def test_train_wiring_on_a_tiny_random_model_not_a_judge(tmp_path: Path) -> None
     assert "stage3: skipped (no examples)" in invoke(*args)
     assert not (out / "stage3").exists()
     assert json.loads((out / "train.json").read_text())["final"] == str(out / "stage2")
+
+
+def test_the_papers_batch_is_the_default_on_any_number_of_devices() -> None:
+    """The paper's script: 2 per device x 8 GPUs x 8 accumulation steps = 128 per update. On one CPU
+    the same effective batch is 2 x 64 (the default was 1 x 1 before)."""
+    from clinieval.benchmarks.automedeval.train import TrainPlan
+
+    one = TrainPlan().settings(devices=1)
+    assert (one["batch_size"], one["gradient_accumulation"], one["effective_batch"]) == (2, 64, 128)
+    eight = TrainPlan().settings(devices=8)
+    assert (eight["gradient_accumulation"], eight["effective_batch"]) == (8, 128)
+    uneven = TrainPlan(batch_size=3).settings(devices=1)  # 128 / 3 rounds up, and says so
+    assert (uneven["gradient_accumulation"], uneven["effective_batch"]) == (43, 129)
+    given = TrainPlan(gradient_accumulation=4).settings(devices=1)
+    assert given["effective_batch"] == 8
 
 
 def test_train_refuses_bad_stages_and_models(tmp_path: Path) -> None:

@@ -2,7 +2,10 @@
 
 The paper fine-tunes MedLLaMA-13B on its curriculum (#1 lower-quality evaluations to learn the
 format, #2 the mixed remainder, #3 high-quality evaluations) at lr 2e-5, warmup ratio 0.03, 5
-epochs, inputs up to 2,048 tokens; those are the defaults here. The trainer is TRL's
+epochs, inputs up to 2,048 tokens, and (its public training script) 2 examples per device on 8
+GPUs with 8 accumulation steps: an effective batch of 128. Those are the defaults here; the
+effective batch is kept on any number of devices by deriving the accumulation steps from it
+(one CPU: 2 per step x 64 steps), unless ``gradient_accumulation`` is given. The trainer is TRL's
 ``SFTTrainer`` (pinned, CPU wheels here) on each stage's Hugging Face ``messages`` file, given as
 prompt and completion so that the loss is on the judge's evaluation only (the prompt's tokens are
 masked), rendered with the model's own chat template.
@@ -51,24 +54,43 @@ def stage_file(stages_dir: Path, stage: str) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class TrainPlan:
-    """The trainer's settings; the defaults are the paper's (batch size it does not state)."""
+    """The trainer's settings; the defaults are the paper's (see the module)."""
 
     epochs: float = 5.0
     lr: float = 2e-5
     warmup: float = 0.03
     """Warmup as a ratio of the stage's steps."""
     max_length: int = 2048
-    batch_size: int = 1
-    gradient_accumulation: int = 1
+    batch_size: int = 2
+    """Examples per device step (the paper's script: 2)."""
+    effective_batch: int = 128
+    """Examples per optimizer update over all devices (the paper: 2 x 8 GPUs x 8 steps = 128)."""
+    gradient_accumulation: int | None = None
+    """Steps per update; None derives it from ``effective_batch`` and the devices present."""
     max_steps: int | None = None
     """Cap on each stage's optimizer steps (a smoke run); None: the epochs decide."""
     seed: int = 0
     progress: bool = True
 
-    def settings(self) -> JSON:
-        """What a checkpoint depends on (everything but the progress display)."""
+    def accumulation(self, devices: int) -> int:
+        """Accumulation steps on ``devices`` devices: the given number, or the fewest that reach the
+        effective batch (an effective batch that does not divide evenly is rounded up, and said in
+        :meth:`settings`)."""
+        if self.gradient_accumulation is not None:
+            return self.gradient_accumulation
+        return max(1, -(-self.effective_batch // (self.batch_size * max(1, devices))))
+
+    def settings(self, devices: int = 1) -> JSON:
+        """What a checkpoint depends on (everything but the progress display), with the batch as
+        trained: per device, devices, accumulation and the effective batch they make."""
         out = asdict(self)
         out.pop("progress")
+        steps = self.accumulation(devices)
+        out |= {
+            "devices": devices,
+            "gradient_accumulation": steps,
+            "effective_batch": self.batch_size * devices * steps,
+        }
         return out
 
 
@@ -169,7 +191,7 @@ def weights_digest(model: Any) -> str:
 
 
 def _fingerprint(stage: str, examples: Sequence[Messages], plan: TrainPlan, start: str) -> str:
-    blob = json.dumps([stage, examples, plan.settings(), start], sort_keys=True, ensure_ascii=False)
+    blob = json.dumps([stage, examples, plan.settings(_devices()), start], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -201,6 +223,13 @@ def _quiet(progress: bool) -> None:
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
+def _devices() -> int:
+    """Devices the trainer spreads a batch over: the GPUs, or the one CPU."""
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
 def _config(plan: TrainPlan, output_dir: Path) -> Any:
     import torch
     from trl.trainer.sft_config import SFTConfig
@@ -216,7 +245,7 @@ def _config(plan: TrainPlan, output_dir: Path) -> Any:
             warmup_steps=plan.warmup,
             max_length=plan.max_length,
             per_device_train_batch_size=plan.batch_size,
-            gradient_accumulation_steps=plan.gradient_accumulation,
+            gradient_accumulation_steps=plan.accumulation(_devices()),
             gradient_checkpointing=gpu,
             bf16=gpu and torch.cuda.is_bf16_supported(),
             use_cpu=not gpu,
@@ -284,7 +313,7 @@ def _train_stage(start: Path, examples: Sequence[Messages], folder: Path, plan: 
             "device": str(trainer.args.device),
             "start_sha256": before,
             "end_sha256": weights_digest(trainer.model),
-            "settings": plan.settings(),
+            "settings": plan.settings(_devices()),
         }
         atomic_write_json(tmp / MARKER, record)
     return record
@@ -316,7 +345,7 @@ def train_stages(stages_dir: Path, model: Path, out: Path, plan: TrainPlan = Tra
     summary: JSON = {
         "base_model": str(model),
         "stages_dir": str(stages_dir),
-        "settings": plan.settings(),
+        "settings": plan.settings(_devices()),
         "stages": report,
         "final": str(start) if start != model else None,
     }

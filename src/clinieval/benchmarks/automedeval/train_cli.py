@@ -20,8 +20,14 @@ def train(
     lr: Annotated[float, typer.Option(min=0.0, help="learning rate (the paper: 2e-5)")] = 2e-5,
     warmup: Annotated[float, typer.Option(min=0.0, max=0.99, help="warmup ratio (the paper: 0.03)")] = 0.03,
     max_length: Annotated[int, typer.Option(min=16, help="tokens per example (the paper: 2,048)")] = 2048,
-    batch_size: Annotated[int, typer.Option(min=1, help="examples per device step")] = 1,
-    gradient_accumulation: Annotated[int, typer.Option(min=1, help="steps per optimizer update")] = 1,
+    batch_size: Annotated[int, typer.Option(min=1, help="examples per device step (the paper: 2)")] = 2,
+    effective_batch: Annotated[
+        int, typer.Option(min=1, help="examples per optimizer update over all devices (the paper: 128)")
+    ] = 128,
+    gradient_accumulation: Annotated[
+        int | None,
+        typer.Option(min=1, help="steps per optimizer update (default: derived from --effective-batch)"),
+    ] = None,
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="cap each stage's optimizer steps (a smoke run)")
     ] = None,
@@ -41,6 +47,7 @@ def train(
         warmup=warmup,
         max_length=max_length,
         batch_size=batch_size,
+        effective_batch=effective_batch,
         gradient_accumulation=gradient_accumulation,
         max_steps=max_steps,
         seed=seed,
