@@ -119,6 +119,7 @@ def test_cli_end_to_end_with_the_embedded_model(tmp_path: Path) -> None:
     )
     assert judged.returncode == 0, judged.stderr
     assert "not credible" in judged.stderr
+    assert "judging answers written by the same model" in judged.stderr  # smol judges smol
     report = tmp_path / "report"
     analyzed = run_cli("ehrnoteqa", "analyze", str(out), "--out", str(report))
     assert analyzed.returncode == 0, analyzed.stderr
@@ -129,10 +130,17 @@ def test_cli_end_to_end_with_the_embedded_model(tmp_path: Path) -> None:
     for mode in ("letter_extract", "loglik_letter", "loglik_text"):
         assert entry[mode]["n"] == 3 and 0.0 <= entry[mode]["score"] <= 100.0
     assert entry["judge"]["repeats"] == 2
+    # two greedy repeats of one judge give the same replies: no spread was measured, and the
+    # report says so instead of printing SD 0.00 and instability 0
+    assert entry["judge"]["sd"] is None and "not measured" in entry["judge"]["sd_not_measured"]
+    assert entry["judge"]["self_judged"] is True
     assert result["formats"]["free"]["modes"] == ["judge"]
     assert any("not credible" in w for w in result["warnings"])
+    assert any(w.startswith("Judge repeats were identical") for w in result["warnings"])
+    assert any(w.startswith("Self-judging") for w in result["warnings"])
     md = (report / "report.md").read_text()
     assert "## Multiple choice" in md and "## Free text" in md and "not credible" in md
+    assert "± not measured (identical repeats)" in md and "self-judged" in md
     # resuming the run makes no new model request
     again = run_cli(
         "ehrnoteqa",

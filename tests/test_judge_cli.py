@@ -77,6 +77,8 @@ def test_judge_a_run_with_the_reference_rubric(run_dir: Path) -> None:
     if s["parse_failures"]:
         assert f"  unparsed: {s['parse_failures']} judge replies — {UNPARSED_FIX}" in done.stderr
     assert "not credible" in done.stderr  # the tiny judge says what it is
+    # SmolLM2 wrote the answers it judges: said, and flagged in the summary
+    assert "judging answers written by the same model" in done.stderr and s["self_judged"] is True
     again = run_cli("judge", str(run_dir), "--judge", JUDGE, "--rubric", "reference_correct", *QUICK)
     assert again.returncode == 0 and "0 requests, 3 cache hits" in again.stdout
 
@@ -262,3 +264,23 @@ def test_the_judge_command_is_listed_with_its_options() -> None:
     assert helped.returncode == 0
     for option in ("--judge", "--rubric", "--repeats", "--snippets", "--n-ctx", "--allow-failures"):
         assert option in helped.stdout
+
+
+def test_same_model_is_the_same_weights_or_the_same_served_name() -> None:
+    """Self-judging is one model under two roles, whatever serves it: the same embedded weights at
+    another context size, or the same model name on another server; never two different models."""
+    from clinieval.judge.run import same_model
+
+    smol = {
+        "backend": "llamacpp",
+        "file": "a.gguf",
+        "fingerprint": "abc",
+        "chat_template": True,
+        "n_ctx": 4096,
+    }
+    assert same_model(smol, {**smol, "n_ctx": 2048, "chat_template": False})
+    assert not same_model(smol, {**smol, "fingerprint": "def"})
+    api = {"backend": "openai", "api": "chat", "base_url": "http://127.0.0.1:1/v1", "model": "m"}
+    assert same_model(api, {**api, "base_url": "http://127.0.0.1:2/v1", "api": "completions"})
+    assert not same_model(api, {**api, "model": "other"})
+    assert not same_model(api, smol) and not same_model({"backend": "openai"}, {"backend": "openai"})

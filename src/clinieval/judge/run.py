@@ -97,6 +97,8 @@ class JudgeSummary:
     warning: str | None = None
     identical_repeats: int = 0
     """Items whose every repeat got the same reply (with 2+ replies): repeats that add cost only."""
+    self_judged: bool = False
+    """The judge is the model whose answers it judged (:func:`same_model`)."""
     unparsed_at_limit: int = 0
     """Unparsed replies that stopped unfinished (``finish_reason`` "length": the reply limit, or an
     embedded judge's context filled up): the judge may have been cut off before its verdict, which
@@ -168,6 +170,33 @@ def tiny_judge_warning(judge: Model) -> str | None:
     from clinieval.models.catalog import is_embedded
 
     return TINY_JUDGE_WARNING.format(name=judge.name) if is_embedded(judge) else None
+
+
+SELF_JUDGING_WARNING = (
+    "{name} is judging answers written by the same model ({model}): a judge that grades its own "
+    "answers tends to favour them, so its scores for this run are not comparable with other models'. "
+    "Judge with a model that is not under test."
+)
+
+
+def same_model(a: JSON, b: JSON) -> bool:
+    """Whether two model identities name the same model, whatever serves it: the same weights
+    (an embedded model's fingerprint) or the same model name behind an OpenAI-compatible API (one
+    name on two servers is still one model). Serving settings (context size, template) don't count."""
+    if a.get("backend") != b.get("backend"):
+        return False
+    if a.get("backend") == "llamacpp":
+        return bool(a.get("fingerprint")) and a.get("fingerprint") == b.get("fingerprint")
+    return bool(a.get("model")) and a.get("model") == b.get("model")
+
+
+def self_judging_warning(run: RunDir, judge: Model) -> str | None:
+    """The warning when ``run``'s answers come from the model that judges them, else None."""
+    model = (run.manifest().get("spec") or {}).get("model") or {}
+    identity = model.get("identity")
+    if not isinstance(identity, dict) or not same_model(identity, judge.identity):
+        return None
+    return SELF_JUDGING_WARNING.format(name=judge.name, model=model.get("spec") or "the model under test")
 
 
 def answer_failure(record: SampleRecord) -> str | None:
@@ -292,6 +321,10 @@ async def judge_run(
     warning = tiny_judge_warning(judge)
     if warning:
         log.warning("%s", warning)
+    self_judged = self_judging_warning(run, judge)
+    if self_judged:
+        log.warning("%s", self_judged)
+        warning = f"{warning} {self_judged}" if warning else self_judged
     units = [(i, r) for i in judged for r in range(repeats)]
     entries: dict[int, list[_Repeat]] = {i: [] for i in range(len(records))}
     tally = CallTally()
@@ -319,13 +352,16 @@ async def judge_run(
     finally:
         cache.close()
     elapsed = time.perf_counter() - start
-    judge_meta: JSON = {"judge": {"name": judge.name, "identity": judge.identity}}
+    judge_meta: JSON = {
+        "judge": {"name": judge.name, "identity": judge.identity, "self_judged": bool(self_judged)}
+    }
     if warning:
         judge_meta["judge_warning"] = warning
     scores = {
         rec.key: _item_score(rec, entries[i], rubric.fields, judge_meta) for i, rec in enumerate(records)
     }
     summary = _summarize(rubric, judge, config, repeats, records, entries, scores, tally, elapsed, warning)
+    summary.self_judged = bool(self_judged)
     return _write(run, rubric.name, scores, summary)
 
 
@@ -485,5 +521,7 @@ __all__ = [
     "read_judge_scores",
     "scores_path",
     "summary_path",
+    "same_model",
+    "self_judging_warning",
     "tiny_judge_warning",
 ]

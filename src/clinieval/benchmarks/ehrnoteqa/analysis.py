@@ -54,6 +54,13 @@ class Item:
         return None if value is None else str(value)
 
 
+IDENTICAL_NOTE = (
+    "every repeat got the same judge reply (a deterministic judge, e.g. temperature 0), so the repeats "
+    "measured no spread: judge SD and rank instability are not measured (not zero). Judge at a "
+    "temperature above 0 to measure them."
+)
+
+
 @dataclass(slots=True)
 class ArmAnswers:
     """One model in one format: its items, failures, per-mode correctness and judge verdicts."""
@@ -70,6 +77,11 @@ class ArmAnswers:
     judge_name: str | None = None
     judge_warning: str | None = None
     unparsed_letters: int = 0
+    identical_repeats: bool = False
+    """Every item judged two or more times got the same reply in every repeat (a deterministic judge):
+    the repeats measured no spread, so SD and rank instability are not measured, not zero."""
+    self_judged: bool = False
+    """The judge is the model whose answers it judged."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,7 +101,17 @@ def _item(sample: Any) -> Item:
     )
 
 
-def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str | None] | None:
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    verdicts: Verdicts
+    repeats: int
+    judge: str | None
+    warning: str | None
+    identical: bool
+    self_judged: bool
+
+
+def _verdicts(path: Path, rubric: str) -> _Judged | None:
     from clinieval.judge.run import read_judge_scores, scores_path
     from clinieval.runs import RunDir
 
@@ -101,10 +123,17 @@ def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str |
     repeats = 0
     judge_name: str | None = None
     warning: str | None = None
+    self_judged = False
+    repeated = differing = 0
     for (sid, _), score in scores.items():
         entries = score.metadata.get("judge_repeats") or []
         judge_name = judge_name or (score.metadata.get("judge") or {}).get("name")
+        self_judged = self_judged or bool((score.metadata.get("judge") or {}).get("self_judged"))
         warning = warning or score.metadata.get("judge_warning")
+        replies = [e.get("raw") for e in entries if e.get("error_kind") in (None, "unparsed")]
+        if len(replies) > 1:
+            repeated += 1
+            differing += len(set(replies)) > 1
         repeats = max(repeats, len(entries))
         row: list[float | None] = [None] * len(entries)
         for e in entries:
@@ -112,7 +141,7 @@ def _verdicts(path: Path, rubric: str) -> tuple[Verdicts, int, str | None, str |
             if values is not None and int(e["repeat"]) < len(row):
                 row[int(e["repeat"])] = float(values["correct"])
         out[sid] = row
-    return out, repeats, judge_name, warning
+    return _Judged(out, repeats, judge_name, warning, repeated > 0 and differing == 0, self_judged)
 
 
 def read_arm(path: Path) -> ArmAnswers:
@@ -138,7 +167,9 @@ def read_arm(path: Path) -> ArmAnswers:
                 arm.unparsed_letters += 1
     judged = _verdicts(path, rubric_for(fmt).name)
     if judged is not None:
-        arm.verdicts, arm.judge_repeats, arm.judge_name, arm.judge_warning = judged
+        arm.verdicts, arm.judge_repeats, arm.judge_name = judged.verdicts, judged.repeats, judged.judge
+        arm.judge_warning, arm.identical_repeats = judged.warning, judged.identical
+        arm.self_judged = judged.self_judged
     return arm
 
 
@@ -249,7 +280,9 @@ def _judge_stats(arm: ArmAnswers) -> JSON:
     return {
         "per_repeat": per,
         "mean": statistics.fmean(xs) if xs else None,
-        "sd": statistics.stdev(xs) if len(xs) >= 2 else None,
+        "sd": statistics.stdev(xs) if len(xs) >= 2 and not arm.identical_repeats else None,
+        "sd_not_measured": IDENTICAL_NOTE if arm.identical_repeats else None,
+        "self_judged": arm.self_judged,
         **question_interval(arm, list(means), [100.0 * v for v in means.values()]),
         "repeats": arm.judge_repeats,
         "unscored_verdicts": unread,
@@ -283,6 +316,8 @@ def _stability(arms: Sequence[ArmAnswers]) -> JSON:
     repeats = {a.judge_repeats for a in judged}
     if len(repeats) != 1:
         return {"undefined": f"the models were judged a different number of times ({sorted(repeats)})"}
+    if all(a.identical_repeats for a in judged):
+        return {"undefined": f"not measured: {IDENTICAL_NOTE}"}
     per_arm = {a.label: repeat_scores(a) for a in judged}
     rows = [(f"repeat {r + 1}", label, v) for label, xs in per_arm.items() for r, v in enumerate(xs)]
     if any(v is None for _, _, v in rows):
@@ -434,7 +469,12 @@ def _consistency(sections: dict[str, JSON]) -> JSON:
     out: JSON = {}
     for fmt, section in sections.items():
         st = section.get("stability") or {}
-        out[fmt] = {"average_sd": st.get("average_sd"), "instability": st.get("total")}
+        not_measured = str(st.get("undefined", "")).startswith("not measured")
+        out[fmt] = {
+            "average_sd": st.get("average_sd"),
+            "instability": st.get("total"),
+            "not_measured": not_measured,
+        }
     return out
 
 
@@ -447,6 +487,15 @@ def analyze_arms(arms: Sequence[ArmAnswers]) -> JSON:
         if chosen:
             sections[fmt] = _format_section(chosen, fmt)
     warnings = sorted({a.judge_warning for a in arms if a.judge_warning})
+    same = sorted({f"{a.label} ({a.fmt})" for a in arms if a.identical_repeats})
+    if same:
+        warnings.append(f"Judge repeats were identical for {', '.join(same)}: {IDENTICAL_NOTE}")
+    own = sorted({f"{a.label} ({a.fmt})" for a in arms if a.self_judged})
+    if own:
+        warnings.append(
+            f"Self-judging: the judge also wrote the answers of {', '.join(own)}; its scores for them "
+            "are flagged and are not comparable with the other models'."
+        )
     return {
         "formats": sections,
         "consistency": _consistency(sections),

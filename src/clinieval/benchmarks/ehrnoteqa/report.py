@@ -41,8 +41,14 @@ def _judge_cell(j: JSON | None) -> str:
     if not j or j.get("mean") is None:
         return "—"
     sd = j.get("sd")
-    cell = f"{j['mean']:.1f} ± {sd:.2f}" if sd is not None else f"{j['mean']:.1f}"
-    return cell + _ci_text(j)
+    if sd is not None:
+        cell = f"{j['mean']:.1f} ± {sd:.2f}"
+    elif j.get("sd_not_measured"):
+        cell = f"{j['mean']:.1f} ± not measured (identical repeats)"
+    else:
+        cell = f"{j['mean']:.1f}"
+    flag = " ⚑ self-judged" if j.get("self_judged") else ""
+    return cell + _ci_text(j) + flag
 
 
 def _model_rows(section: JSON) -> tuple[list[str], list[list[str]]]:
@@ -181,7 +187,9 @@ def build_document(result: JSON) -> Document:
     cons = result.get("consistency") or {}
     if len(cons) == 2:
         rows = [
-            [FORMAT_TITLES[f], md_number(c.get("average_sd"), 2), md_number(c.get("instability"))]
+            [FORMAT_TITLES[f], "not measured", "not measured"]
+            if c.get("not_measured")
+            else [FORMAT_TITLES[f], md_number(c.get("average_sd"), 2), md_number(c.get("instability"))]
             for f, c in cons.items()
         ]
         header = ["format", "average judge SD (points)", "rank instability"]
