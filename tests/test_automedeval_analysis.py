@@ -127,7 +127,7 @@ def test_word_overlap_is_not_the_physicians_rule_in_disguise() -> None:
     assert stats.spearmanr(overlap, human).statistic < 0.5
     assert sum(agree_overlap) / 120 < 0.55
     assert stats.spearmanr(truth, human).statistic > 0.85 and sum(agree_truth) / 120 > 0.6
-    # the careful answers are the longest and the best rated
+    # the careful answers, padded with general advice, are the longest
     careful = [item.responses[0] for item in items]
     assert sum(len(r.text) for r in careful) > max(
         sum(len(i.responses[j].text) for i in items) for j in (1, 2)
