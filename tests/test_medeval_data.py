@@ -465,7 +465,7 @@ def test_mimic_cxr_through_load_folder_gets_the_rest_split(tmp_path: Path) -> No
     assert (info["from_data"], info["assigned"], info["method"]) == (
         3,
         2,
-        "from the data, the rest seeded 7:1:2",
+        "from the data, the rest grouped by report and de-duplicated, seeded 7:1:2",
     )
     assert data.observations == {CHEST: CHEXPERT_OBSERVATIONS}
 
@@ -524,10 +524,10 @@ def test_mimic_report_problems(tmp_path: Path) -> None:
     report = root / "files" / "p11" / "p11000011" / "s51029426.txt"
     report.write_bytes(b"FINDINGS: ok\nIMPRESSION: caf\xe9\n")
     with pytest.raises(UserError, match=re.escape(f"{report}:2: the line is not UTF-8 text")):
-        load_mimic_cxr(root)
+        load_mimic_cxr(root, strict=True)  # without strict: left out and named in the notes
     report.write_text("  \n", encoding="utf-8")
     with pytest.raises(UserError, match=re.escape(f"{report}: the report is empty")):
-        load_mimic_cxr(root)
+        load_mimic_cxr(root, strict=True)
     report.unlink()
     misplaced = root / "files" / "p11" / "p10000099"
     misplaced.mkdir()
@@ -648,7 +648,7 @@ def test_openi_duplicate_ids(tmp_path: Path) -> None:
 
 
 def _sentences(n: int) -> list[SentenceItem]:
-    return [SentenceItem(f"id{i}", "s", CHEST) for i in range(n)]
+    return [SentenceItem(f"id{i}", f"s{i}", CHEST) for i in range(n)]  # distinct: copies share a split
 
 
 def test_splits_are_7_1_2_deterministic_and_order_free() -> None:
@@ -663,12 +663,15 @@ def test_splits_are_7_1_2_deterministic_and_order_free() -> None:
     other, _ = assign_splits(items, seed=6)
     assert [i.split for i in other] != [i.split for i in out]
     assert info.to_json() == {
-        "method": "seeded 7:1:2",
+        "method": "grouped by report and de-duplicated, seeded 7:1:2",
         "seed": 5,
         "shares": {"train": 7, "validation": 1, "test": 2},
         "counts": {"train": 700, "validation": 100, "test": 200},
         "from_data": 0,
         "assigned": 1000,
+        "groups": 1000,
+        "duplicates_across_splits": {"test_in_train": 0, "validation_in_train": 0},
+        "reports_across_splits": 0,
     }
 
 

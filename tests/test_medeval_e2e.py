@@ -143,7 +143,9 @@ def test_scripted_answers_are_read_back_exactly(arms: tuple[Path, dict[str, Any]
     assert "<svg" in html and "not on MedEval" in html  # the curve, and the synthetic-data warning
     manifest = json.loads(next(folder.glob("*abnormality-0shot")).joinpath("manifest.json").read_text())
     params = manifest["spec"]["task"]["params"]
-    assert params["splits"]["sentences"]["method"] == "seeded 7:1:2" and params["context_policy"] == "drop"
+    splits = params["splits"]["sentences"]
+    assert splits["method"] == "grouped by report and de-duplicated, seeded 7:1:2"
+    assert splits["duplicates_across_splits"]["test_in_train"] == 0 and params["context_policy"] == "drop"
 
 
 @pytest.mark.slow

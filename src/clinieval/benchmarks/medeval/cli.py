@@ -95,6 +95,9 @@ def run(
     allow_host: AllowHost = None,
     overwrite: OverwriteArms = False,
     progress: ShowProgress = True,
+    strict: Annotated[
+        bool, typer.Option(help="stop at an unreadable Open-i or MIMIC-CXR report instead of skipping it")
+    ] = False,
 ) -> None:
     """Prompt every model on every task, zero-shot and with k examples; score with the qualified rate.
 
@@ -112,7 +115,7 @@ def run(
     asked_split = one_of(split, asked, "--split")
     rule = one_of(qualified, QUALIFIED_RULES, "--qualified")
     counts = parse_shots(shots)
-    loaded = load_folder(data, seed=seed)
+    loaded = load_folder(data, seed=seed, strict=strict)
     typer.echo(loaded.describe())
     base = MedEvalSettings(
         generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
@@ -251,6 +254,9 @@ def train(
     task: Annotated[list[str] | None, typer.Option(help="abnormality, ambiguity, codes (repeatable)")] = None,
     epochs: Annotated[int, typer.Option(min=1, help="encoder epochs (the paper's 10 by default)")] = 10,
     seed: Annotated[int, typer.Option(help="training seed, and of splits the data lacks")] = 0,
+    strict: Annotated[
+        bool, typer.Option(help="stop at an unreadable Open-i or MIMIC-CXR report instead of skipping it")
+    ] = False,
 ) -> None:
     """Fine-tune the adapted-PLM baselines on the train split; write their test answers as arms."""
     from clinieval.benchmarks.medeval.baselines.classifiers import KINDS
@@ -259,7 +265,7 @@ def train(
 
     kinds = [one_of(k, KINDS, "--kind") for k in (kind or ["tfidf"])]
     tasks = [one_of(t, CLASSIFIED, "--task") for t in (task or list(CLASSIFIED))]
-    loaded = load_folder(data, seed=seed)
+    loaded = load_folder(data, seed=seed, strict=strict)
     typer.echo(loaded.describe())
     for k in kinds:
         for name in tasks:

@@ -8,7 +8,8 @@ shape (or MIMIC-CXR, :mod:`.mimic_cxr`, or Open-i, :mod:`.openi`; or the synthet
 * **sentences**: ``id``, ``sentence``, ``domain`` (body part x modality, "chest x-ray"), and
   optionally ``abnormal`` (normal/abnormal, 0/1, true/false), ``ambiguous`` (unambiguous/ambiguous,
   0/1, true/false), ``rewrite`` (an ambiguous sentence's faithful rewrite), ``ambiguity_kind``
-  (jargon/contradiction/grammar) and ``split`` (train/validation/test). An empty cell is
+  (jargon/contradiction/grammar), ``split`` (train/validation/test) and ``report_id`` (or
+  ``report``: the source report, which keeps a report's sentences in one split). An empty cell is
   "unlabelled"; other columns are ignored.
 * **reports**: ``id``, ``report`` (or ``text``), ``domain``, optionally ``findings``,
   ``impression`` and ``split``, and the codes: either a ``codes`` column holding a JSON object
@@ -25,13 +26,17 @@ absent everywhere still count) and the synthetic corpus's ``manifest.json``.
 
 :func:`load_folder` is what a task calls: it recognises the folder (tables, a MIMIC-CXR tree, or
 Open-i's XML reports), reads it, and gives every item without a split of its own a seeded 7:1:2
-one (:func:`assign_splits`), recording how in :attr:`MedEvalData.splits` for the run manifest.
+one, grouped by source report and de-duplicated so that no text has a copy in another split
+(:func:`assign_splits`), recording how, and the leakage a split of the data's own has, in
+:attr:`MedEvalData.splits` for the run manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -73,13 +78,18 @@ __all__ = [
     "code_value",
     "detect_source",
     "domain_observations",
+    "leakage",
     "load_folder",
     "load_reports",
     "load_sentences",
     "load_tables",
     "normalize_domain",
     "read_observations",
+    "read_sentences",
+    "report_of",
     "report_sentences",
+    "split_leakage",
+    "text_key",
 ]
 
 FOOT_ANKLE = "foot/ankle x-ray"
@@ -288,17 +298,28 @@ def _sentence(row: Row) -> SentenceItem:
     )
 
 
-def load_sentences(path: Path) -> list[SentenceItem]:
-    """The sentences of a MedEval-shaped table (module docstring), in file order."""
+def read_sentences(path: Path) -> tuple[list[SentenceItem], dict[str, str]]:
+    """The sentences of a MedEval-shaped table (module docstring), in file order, and each one's
+    source report where the table names it (a ``report_id`` column, else ``report``; an empty
+    cell names none), for :func:`assign_splits` to keep a report's sentences in one split."""
     table = read_table(path)
     table.require("id", "sentence", "domain")
+    column = next((c for c in ("report_id", "report") if c in table.columns), None)
     seen: dict[str, str] = {}
     out: list[SentenceItem] = []
+    reports: dict[str, str] = {}
     for row in table.rows:
         item = _sentence(row)
         _unique(row, item.id, seen)
         out.append(item)
-    return out
+        if column is not None and (report := _text(row, column)):
+            reports[item.id] = report
+    return out, reports
+
+
+def load_sentences(path: Path) -> list[SentenceItem]:
+    """The sentences of a MedEval-shaped table (module docstring), in file order."""
+    return read_sentences(path)[0]
 
 
 def _code_columns(table: LongTable) -> tuple[str, ...]:
@@ -374,23 +395,79 @@ def attach_codes(reports: Sequence[ReportItem], labels: Path) -> list[ReportItem
 
 Item = TypeVar("Item", SentenceItem, ReportItem)
 
+_REPORT_SENTENCE = re.compile(r"(?P<report>.+)-[fi]\d+")
+"""A sentence id as :func:`report_sentences` makes it: ``<report id>-f1`` (findings), ``-i2``."""
+_ENDS = string.punctuation + string.whitespace
+_BOILERPLATE_FLOOR = 50
+"""A group of more items than this and than a tenth of the data is kept whole only by its text
+copies, not by its reports (:func:`assign_splits`)."""
+
+
+def text_key(text: str) -> str:
+    """``text`` as duplicates are found: lower case, every run of whitespace one space, punctuation
+    stripped at both ends ("No effusion." and "no  effusion" are one sentence)."""
+    return normalize_space(text).lower().strip(_ENDS)
+
+
+def _item_text(item: SentenceItem | ReportItem) -> str:
+    return item.sentence if isinstance(item, SentenceItem) else item.text
+
+
+def report_of(item: SentenceItem | ReportItem, reports: Mapping[str, str] | None = None) -> str | None:
+    """The source report of a sentence: its ``report_id`` (or ``report``) cell as ``reports`` maps
+    it, else the report prefix of an id :func:`report_sentences` made (``s50414267-f2``); None for
+    a report, or a sentence of no known report."""
+    if not isinstance(item, SentenceItem):
+        return None
+    given = (reports or {}).get(item.id)
+    if given:
+        return given
+    m = _REPORT_SENTENCE.fullmatch(item.id)
+    return m["report"] if m else None
+
+
+def leakage(items: Sequence[SentenceItem | ReportItem]) -> dict[str, int]:
+    """How many test and validation items have a copy (:func:`text_key`) among the train items."""
+    train = {text_key(_item_text(i)) for i in items if i.split == "train"} - {""}
+    return {
+        f"{split}_in_train": sum(1 for i in items if i.split == split and text_key(_item_text(i)) in train)
+        for split in ("test", "validation")
+    }
+
+
+def split_leakage(
+    train: Sequence[SentenceItem | ReportItem], test: Sequence[SentenceItem | ReportItem]
+) -> int:
+    """How many of ``test`` have a copy (:func:`text_key`) in ``train``: what a model card records
+    of the very items a baseline was fitted and tested on."""
+    seen = {text_key(_item_text(i)) for i in train} - {""}
+    return sum(1 for i in test if text_key(_item_text(i)) in seen)
+
 
 @dataclass(frozen=True)
 class SplitInfo:
-    """How a set was split, for the run manifest: the seed, the shares, the counts, and how many
-    items kept their source's split versus how many were assigned here."""
+    """How a set was split, for the run manifest: the seed, the shares, the counts, how many items
+    kept their source's split versus how many were assigned here, how many groups the assigned
+    ones formed, and the leakage left: test and validation items with a copy in train, and source
+    reports whose sentences lie in more than one split."""
 
     seed: int
     counts: Mapping[Split, int]
     from_data: int
     assigned: int
     shares: tuple[int, int, int] = SPLIT_SHARES
+    groups: int = 0
+    duplicates: Mapping[str, int] = field(
+        default_factory=lambda: {"test_in_train": 0, "validation_in_train": 0}
+    )
+    reports_across_splits: int = 0
 
     @property
     def method(self) -> str:
         if not self.assigned:
             return "from the data"
-        return "seeded 7:1:2" if not self.from_data else "from the data, the rest seeded 7:1:2"
+        grouped = "grouped by report and de-duplicated, seeded 7:1:2"
+        return grouped if not self.from_data else f"from the data, the rest {grouped}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -400,11 +477,19 @@ class SplitInfo:
             "counts": {s: self.counts.get(s, 0) for s in SPLITS},
             "from_data": self.from_data,
             "assigned": self.assigned,
+            "groups": self.groups,
+            "duplicates_across_splits": dict(self.duplicates),
+            "reports_across_splits": self.reports_across_splits,
         }
 
     def describe(self) -> str:
         counts = ", ".join(f"{s} {self.counts.get(s, 0)}" for s in SPLITS)
-        return f"split {self.method} (seed {self.seed}): {counts}"
+        test, val = self.duplicates.get("test_in_train", 0), self.duplicates.get("validation_in_train", 0)
+        line = f"split {self.method} (seed {self.seed}): {counts}; "
+        line += f"{test} test and {val} validation items have a copy in train"
+        if self.reports_across_splits:
+            line += f"; {self.reports_across_splits} reports have sentences in more than one split"
+        return line
 
 
 def _rank_key(seed: int, item_id: str) -> str:
@@ -419,24 +504,129 @@ def _cuts(n: int) -> tuple[int, int]:
     return train, val
 
 
-def assign_splits(items: Sequence[Item], seed: int) -> tuple[list[Item], SplitInfo]:
+def _components(keys: Sequence[Sequence[str]]) -> list[list[int]]:
+    """The indices of ``keys`` joined when they share a key (union-find), each list ascending."""
+    parent = list(range(len(keys)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, own in enumerate(keys):
+        for key in own:
+            a, b = find(first.setdefault(key, i)), find(i)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    out: dict[int, list[int]] = {}
+    for i in range(len(keys)):
+        out.setdefault(find(i), []).append(i)
+    return list(out.values())
+
+
+def _groups(items: Sequence[Item], reports: Mapping[str, str] | None) -> list[list[int]]:
+    """Items joined by source report and by every copy of their text; a group grown past a tenth
+    of the items (and :data:`_BOILERPLATE_FLOOR`) through sentences that many reports share is cut
+    back to its text copies, so that boilerplate cannot pull most of the data into one split."""
+    texts: list[list[str]] = []
+    joined: list[list[str]] = []
+    for item in items:
+        key, report = text_key(_item_text(item)), report_of(item, reports)
+        texts.append([f"text:{key}"] if key else [])
+        joined.append(texts[-1] + ([f"report:{report}"] if report is not None else []))
+    cap = max(_BOILERPLATE_FLOOR, len(items) // 10)
+    out: list[list[int]] = []
+    for group in _components(joined):
+        if len(group) <= cap:
+            out.append(group)
+            continue
+        out += [[group[j] for j in sub] for sub in _components([texts[i] for i in group])]
+    return out
+
+
+def _draw(seed: int, key: str) -> float:
+    """A number in [0, 1) fixed by the seed and a group's first id."""
+    return int(_rank_key(seed, key)[:13], 16) / 16**13
+
+
+def _place(sizes: Sequence[tuple[int, str]], seed: int) -> list[Split]:
+    """A split for each group ``(size, first id)``, filling 7:1:2 of their items: largest groups
+    first (then in seeded hash order), each drawn among the splits it still fits in, weighted by
+    the room left there (into the emptiest split when it fits nowhere)."""
+    train, val = _cuts(sum(n for n, _ in sizes))
+    room = {"train": train, "validation": val - train, "test": sum(n for n, _ in sizes) - val}
+    order = sorted(range(len(sizes)), key=lambda g: (-sizes[g][0], _rank_key(seed, sizes[g][1]), sizes[g][1]))
+    out: list[Split] = ["train"] * len(sizes)
+    for g in order:
+        size, key = sizes[g]
+        fits = [s for s in SPLITS if room[s] >= size]
+        if fits:
+            point = _draw(seed, key) * sum(room[s] for s in fits)
+            chosen = fits[-1]
+            for s in fits:
+                if point < room[s]:
+                    chosen = s
+                    break
+                point -= room[s]
+        else:
+            chosen = max(SPLITS, key=lambda s: room[s])
+        room[chosen] -= size
+        out[g] = chosen
+    return out
+
+
+def _reports_across(items: Sequence[Item], reports: Mapping[str, str] | None) -> int:
+    seen: dict[str, set[Split | None]] = {}
+    for item in items:
+        report = report_of(item, reports)
+        if report is not None:
+            seen.setdefault(report, set()).add(item.split)
+    return sum(1 for splits in seen.values() if len(splits) > 1)
+
+
+def assign_splits(
+    items: Sequence[Item], seed: int, *, reports: Mapping[str, str] | None = None
+) -> tuple[list[Item], SplitInfo]:
     """``items`` (same order) each with a split, and how they were split.
 
-    An item keeps its source's split. The others are ranked by a hash of ``(seed, id)`` and cut
-    7:1:2 (rounded): the result depends on the ids and the seed only, not on the input order, and
-    another seed gives another split. Ids must be unique.
+    An item keeps its source's split (the user's split is theirs; its leakage is counted in the
+    :class:`SplitInfo`). The others are split by group: the sentences of one source report
+    (:func:`report_of`; ``reports`` maps sentence ids to a ``report_id`` column) and every copy of
+    one text (:func:`text_key`) are one group, joined transitively, and a group goes to one split.
+    A group that holds an item with a split of its own follows it (the most common one). The
+    other groups fill 7:1:2 as closely as their sizes allow (:func:`_place`): the result depends
+    on the ids, texts and seed only, not on the input order, and another seed gives another split.
+    Ids must be unique.
     """
     dup = next((k for k, n in Counter(i.id for i in items).items() if n > 1), None)
     if dup is not None:
         raise UserError(f"id {dup!r} appears twice; a split needs unique ids")
-    todo = sorted((i.id for i in items if i.split is None), key=lambda x: (_rank_key(seed, x), x))
-    train, val = _cuts(len(todo))
-    given: dict[str, Split] = {
-        x: ("train" if r < train else "validation" if r < val else "test") for r, x in enumerate(todo)
-    }
-    out = [i if i.split is not None else replace(i, split=given[i.id]) for i in items]
+    given: dict[int, Split] = {}
+    free: list[list[int]] = []
+    for group in _groups(items, reports):
+        own = Counter(s for i in group if (s := items[i].split) is not None)
+        if not own:
+            free.append(group)
+            continue
+        follow = max(SPLITS, key=lambda s: (own[s], -SPLITS.index(s)))
+        given.update({i: follow for i in group if items[i].split is None})
+    sizes = [(len(g), min(items[i].id for i in g)) for g in free]
+    for group, split in zip(free, _place(sizes, seed), strict=True):
+        given.update(dict.fromkeys(group, split))
+    out = [item if item.split is not None else replace(item, split=given[n]) for n, item in enumerate(items)]
     counts = Counter(i.split for i in out if i.split is not None)
-    info = SplitInfo(seed, {s: counts.get(s, 0) for s in SPLITS}, len(items) - len(todo), len(todo))
+    todo = sum(1 for i in items if i.split is None)
+    info = SplitInfo(
+        seed,
+        {s: counts.get(s, 0) for s in SPLITS},
+        len(items) - todo,
+        todo,
+        groups=len(free),
+        duplicates=leakage(out),
+        reports_across_splits=_reports_across(out, reports),
+    )
     return out, info
 
 
@@ -459,6 +649,8 @@ class MedEvalData:
     """Counts worth reporting (reports without an impression, without codes, skipped files)."""
     splits: Mapping[str, SplitInfo] = field(default_factory=dict)
     """``sentences`` / ``reports`` -> how that level was split (set by :func:`load_folder`)."""
+    sentence_reports: Mapping[str, str] = field(default_factory=dict)
+    """Sentence id -> its source report, where the sentence table names one (:func:`read_sentences`)."""
 
     def items_for(self, task: str) -> tuple[SentenceItem | ReportItem, ...]:
         """The items of ``task``'s level: sentences for the sentence tasks, reports otherwise."""
@@ -532,17 +724,19 @@ def load_tables(folder: Path) -> MedEvalData:
         )
     files = [p for p in (sent_file, rep_file) if p is not None]
     reports = load_reports(rep_file) if rep_file else []
+    sentences, sentence_reports = read_sentences(sent_file) if sent_file else ([], {})
     declared: dict[str, tuple[str, ...]] = {}
     if (folder / OBSERVATIONS_FILE).is_file():
         declared = read_observations(folder / OBSERVATIONS_FILE)
         files.append(folder / OBSERVATIONS_FILE)
     return MedEvalData(
         source="medeval",
-        sentences=tuple(load_sentences(sent_file) if sent_file else []),
+        sentences=tuple(sentences),
         reports=tuple(reports),
         observations=domain_observations(reports, declared),
         files=tuple(files),
         synthetic=_is_synthetic(folder, files),
+        sentence_reports=sentence_reports,
     )
 
 
@@ -556,31 +750,36 @@ def detect_source(folder: Path) -> Source:
     return "medeval"
 
 
-def _read_source(folder: Path) -> MedEvalData:
+def _read_source(folder: Path, strict: bool) -> MedEvalData:
     kind = detect_source(folder)
     if kind == "mimic-cxr":
-        mimic = load_mimic_cxr(folder)
+        mimic = load_mimic_cxr(folder, strict=strict)
         return MedEvalData(kind, (), mimic.reports, {}, mimic.files, notes=mimic.notes)
     if kind == "open-i":
-        openi = load_openi(folder)
+        openi = load_openi(folder, strict=strict)
         reports = tuple(r.report for r in openi.reports)
         return MedEvalData(kind, (), reports, {}, openi.files, notes=openi.notes)
     return load_tables(folder)
 
 
-def load_folder(folder: Path, *, seed: int = 0, labels: Path | None = None) -> MedEvalData:
+def load_folder(
+    folder: Path, *, seed: int = 0, labels: Path | None = None, strict: bool = False
+) -> MedEvalData:
     """Whatever ``folder`` holds (:func:`detect_source`), split: the entry point of the tasks.
 
     ``labels`` (a table of ``id`` and codes, :func:`attach_codes`) gives codes to reports that have
-    none of their own (Open-i). Items without a split of their own get a seeded 7:1:2 one
-    (:func:`assign_splits`), each level separately; :meth:`MedEvalData.split_info` says how.
+    none of their own (Open-i). Items without a split of their own get a seeded 7:1:2 one grouped
+    by source report and de-duplicated (:func:`assign_splits`), each level separately;
+    :meth:`MedEvalData.split_info` says how, and how many test items have a copy in train. An
+    Open-i or MIMIC-CXR report file that cannot be read is left out and named in the notes, or,
+    with ``strict``, is an error.
     """
     if not folder.is_dir():
         raise UserError(f"{folder}: not a folder")
-    data = _read_source(folder)
+    data = _read_source(folder, strict)
     reports = attach_codes(data.reports, labels) if labels is not None else list(data.reports)
     declared = {d: n for d, n in data.observations.items() if n}
-    sentences, sentence_split = assign_splits(data.sentences, seed)
+    sentences, sentence_split = assign_splits(data.sentences, seed, reports=data.sentence_reports)
     reports, report_split = assign_splits(reports, seed)
     return replace(
         data,

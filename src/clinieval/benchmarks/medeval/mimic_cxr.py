@@ -17,7 +17,9 @@ data cannot ship with clinieval; a user downloads it and points clinieval at the
 The two CSVs are looked for beside ``files/`` (or named explicitly). Reports are cut into sections
 by :func:`~.sections.parse_sections`; a report's id is its file name without ``.txt``
 (``s50414267``). Other files in the tree (``index.html`` left by a recursive download, image
-folders of MIMIC-CXR-JPG) are ignored.
+folders of MIMIC-CXR-JPG) are ignored. A report file that cannot be read (bytes that are not
+UTF-8, an empty file, a read error) is left out and named in the notes, or, with ``strict``, is
+the one error of the load.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from clinieval.benchmarks.medeval.openi import problem, strict_error, unreadable_note
 from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, CodeValue, ReportItem, Split
 from clinieval.benchmarks.medeval.sections import parse_sections
 from clinieval.datasets import not_utf8, utf8_lines
@@ -225,11 +228,12 @@ def _report(
     path: Path,
     codes: Mapping[str, tuple[str, dict[str, CodeValue]]],
     split: Split | None,
+    text: str,
 ) -> ReportItem:
     entry = codes.get(study)
     if entry is not None and entry[0] != subject:
         raise UserError(f"{path}: the CheXpert row of study {study} names subject {entry[0]}, not {subject}")
-    sections = parse_sections(read_report(path))
+    sections = parse_sections(text)
     return ReportItem(
         id=f"s{study}",
         text=sections.text(),
@@ -242,9 +246,12 @@ def _report(
     )
 
 
-def load_mimic_cxr(folder: Path, *, chexpert: Path | None = None, split: Path | None = None) -> MimicCxr:
+def load_mimic_cxr(
+    folder: Path, *, chexpert: Path | None = None, split: Path | None = None, strict: bool = False
+) -> MimicCxr:
     """Every report under ``folder`` (which holds ``files/``, or is it), with the CheXpert codes
-    and the official split when those CSVs are beside it or given."""
+    and the official split when those CSVs are beside it or given. An unreadable report file is
+    left out and named in the notes; with ``strict`` it is an error."""
     root = find_files_root(folder)
     if root is None:
         raise UserError(
@@ -257,12 +264,23 @@ def load_mimic_cxr(folder: Path, *, chexpert: Path | None = None, split: Path | 
             raise UserError(f"{given}: file not found")
     codes = read_chexpert(chexpert) if chexpert else {}
     splits = read_split(split) if split else {}
-    reports = [
-        _report(subject, study, path, codes, splits.get(study)) for subject, study, path in report_paths(root)
-    ]
+    reports: list[ReportItem] = []
+    unreadable: list[str] = []
+    for subject, study, path in report_paths(root):
+        try:
+            text = read_report(path)
+        except (UserError, OSError) as e:
+            if strict:
+                raise strict_error(e, path) from None
+            unreadable.append(problem(e, path, path.relative_to(root).as_posix()))
+            continue
+        reports.append(_report(subject, study, path, codes, splits.get(study), text))
     if not reports:
-        raise UserError(f"{root}: no report files (sNNNNNNNN.txt under pNN/pNNNNNNNN/)")
+        found = f"; {unreadable_note(unreadable)}" if unreadable else ""
+        raise UserError(f"{root}: no readable report files (sNNNNNNNN.txt under pNN/pNNNNNNNN/){found}")
     coded = sum(1 for r in reports if r.id[1:] in codes)
     notes = _notes(reports, coded, len(codes), (chexpert is not None, split is not None))
+    if unreadable:
+        notes.append(unreadable_note(unreadable))
     files = tuple(p for p in (root, chexpert, split) if p is not None)
     return MimicCxr(tuple(reports), files, tuple(notes))

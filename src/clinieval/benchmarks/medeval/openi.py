@@ -11,12 +11,19 @@ The files are parsed with the standard library's expat, refusing any DOCTYPE or 
 declaration: Open-i's files have none, and a declared entity is how XML makes a small file expand
 into gigabytes or pull in a local file. A report without any FINDINGS or IMPRESSION text is left
 out and counted (nothing to classify or summarize).
+
+One bad file does not stop the load. Hidden files (a name starting with ``.``, such as the
+``._1.xml`` AppleDouble files macOS leaves beside copied files) are skipped and counted; a report
+that cannot be read (a byte that is not UTF-8, malformed XML, another root element, a declared
+entity, a read error) is left out and named in the notes (:func:`unreadable_note`), or, with
+``strict``, is the one error of the load.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -33,7 +40,10 @@ __all__ = [
     "find_xml_folder",
     "load_openi",
     "parse_xml",
+    "problem",
     "read_openi_xml",
+    "strict_error",
+    "unreadable_note",
 ]
 
 SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
@@ -41,6 +51,35 @@ SECTION_ORDER = ("COMPARISON", "INDICATION", "FINDINGS", "IMPRESSION")
 
 XML_FOLDER = "ecgen-radiology"
 _NUMBER = re.compile(r"(\d+)")
+NAMED = 3
+"""How many skipped or unreadable files a note names before "and N more"."""
+
+
+def _some(names: Sequence[str]) -> str:
+    more = len(names) - NAMED
+    return ", ".join(names[:NAMED]) + (f", and {more} more" if more > 0 else "")
+
+
+def unreadable_note(problems: Sequence[str], what: str = "report") -> str:
+    """One load note for the files that could not be read: how many, and the first few, each as
+    ``name: what was wrong`` (``10.xml:4: malformed XML (...)``)."""
+    return f"{len(problems)} unreadable {what}{'' if len(problems) == 1 else 's'} left out: {_some(problems)}"
+
+
+def strict_error(error: UserError | OSError, path: Path) -> UserError:
+    """The error a strict load stops with: the file, what was wrong with it, and what --strict did."""
+    what = (
+        str(error) if isinstance(error, UserError) else f"{path}: cannot be read ({error.strerror or error})"
+    )
+    return UserError(f"{what}; --strict stops at an unreadable report (without it, it is left out and named)")
+
+
+def problem(error: UserError | OSError, path: Path, name: str) -> str:
+    """``error`` for a note: the file's short ``name``, then what was wrong."""
+    if isinstance(error, OSError):
+        return f"{name}: cannot be read ({error.strerror or error})"
+    text = str(error)
+    return name + text.removeprefix(str(path)) if text.startswith(str(path)) else f"{name}: {text}"
 
 
 def parse_xml(data: bytes, where: str) -> ET.Element:
@@ -116,10 +155,15 @@ def read_openi_xml(path: Path) -> OpenIReport:
     return OpenIReport(report, _terms(root, "major"), _terms(root, "automatic"))
 
 
+def _is_xml(path: Path) -> bool:
+    return path.suffix.lower() == ".xml"
+
+
 def find_xml_folder(folder: Path) -> Path | None:
-    """The folder holding Open-i's XML files: ``folder/ecgen-radiology`` or ``folder`` itself."""
+    """The folder holding Open-i's XML files: ``folder/ecgen-radiology`` or ``folder`` itself
+    (hidden files do not count)."""
     for candidate in (folder / XML_FOLDER, folder):
-        if candidate.is_dir() and any(p.suffix.lower() == ".xml" for p in candidate.iterdir()):
+        if candidate.is_dir() and any(_is_xml(p) and not p.name.startswith(".") for p in candidate.iterdir()):
             return candidate
     return None
 
@@ -138,19 +182,27 @@ def _natural(path: Path) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in _NUMBER.split(path.name))
 
 
-def load_openi(folder: Path) -> OpenI:
-    """Every Open-i report under ``folder``; a repeated id is an error naming both files."""
+def load_openi(folder: Path, *, strict: bool = False) -> OpenI:
+    """Every Open-i report under ``folder``; a repeated id is an error naming both files. Hidden
+    files are skipped and an unreadable report left out, both counted in the notes; with
+    ``strict`` an unreadable report is an error (module docstring)."""
     xml_folder = find_xml_folder(folder)
     if xml_folder is None:
         raise UserError(f"{folder}: no Open-i XML reports (expected {XML_FOLDER}/1.xml ...)")
-    paths = sorted(
-        (p for p in xml_folder.iterdir() if p.suffix.lower() == ".xml" and p.is_file()), key=_natural
-    )
+    found = sorted((p for p in xml_folder.iterdir() if _is_xml(p) and p.is_file()), key=_natural)
+    hidden = [p.name for p in found if p.name.startswith(".")]
     kept: list[OpenIReport] = []
     seen: dict[str, Path] = {}
     empty = 0
-    for path in paths:
-        item = read_openi_xml(path)
+    unreadable: list[str] = []
+    for path in (p for p in found if not p.name.startswith(".")):
+        try:
+            item = read_openi_xml(path)
+        except (UserError, OSError) as e:
+            if strict:
+                raise strict_error(e, path) from None
+            unreadable.append(problem(e, path, path.name))
+            continue
         first = seen.setdefault(item.report.id, path)
         if first != path:
             raise UserError(f"{path}: report id {item.report.id!r} is also the id of {first}")
@@ -163,4 +215,8 @@ def load_openi(folder: Path) -> OpenI:
         f"{sum(not r.report.findings for r in kept)} without FINDINGS",
         f"{sum(not r.report.impression for r in kept)} without IMPRESSION",
     ]
+    if hidden:
+        notes.append(f"{len(hidden)} hidden file{'' if len(hidden) == 1 else 's'} skipped ({_some(hidden)})")
+    if unreadable:
+        notes.append(unreadable_note(unreadable))
     return OpenI(tuple(kept), (xml_folder,), tuple(notes))

@@ -20,6 +20,7 @@ from typing import Any
 
 from clinieval import __version__
 from clinieval.benchmarks.medeval.baselines.classifiers import Labels, new_classifier
+from clinieval.benchmarks.medeval.data import split_leakage
 from clinieval.benchmarks.medeval.parsing import LABELS
 from clinieval.benchmarks.medeval.prompts import TaskName, gold_label
 from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
@@ -124,7 +125,12 @@ def train_baseline(
         "heads": list(heads_of(task)),
         "seed": seed,
         "data_sha256": data_hash(texts, labels),
-        "split": {"train": len(train), "test": len(test), **(split_info or {})},
+        "split": {
+            "train": len(train),
+            "test": len(test),
+            "test_in_train": split_leakage(train, test),  # test items with a copy among the train items
+            **(split_info or {}),
+        },
         "hyperparameters": classifier.describe(),
         "metrics": test_metrics(task, test_gold, predicted),
         "training_seconds": round(seconds, 3),

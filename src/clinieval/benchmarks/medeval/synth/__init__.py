@@ -8,7 +8,8 @@ parsers and scorers can run end to end on any machine and be checked against kno
 score on it says nothing about a model's clinical ability.
 
 - :mod:`.domains`: six body part x modality domains, their codes, phrases and normal sentences;
-- :mod:`.text`: stated, hedged, contradictory and run-on sentence forms, with rewrites;
+- :mod:`.text`: stated, hedged, contradictory and run-on sentence forms, with rewrites, and the
+  contexts (a dated comparison, a view) that keep the sentences distinct;
 - :mod:`.sentences`: the labelled sentences (normal, abnormal, three ambiguity kinds);
 - :mod:`.reports`: reports planned first, so their codes follow from the plan;
 - :mod:`.corpus`: :func:`~.corpus.build_corpus`, deterministic by seed;

@@ -56,8 +56,11 @@ SLOTS: Mapping[str, tuple[str, ...]] = {
     "level": ("L3-L4", "L4-L5", "L5-S1"),
     "vertebra": ("T12", "L1", "L2", "L3"),
     "root": ("L4", "L5", "S1"),
+    "series": tuple(str(n) for n in range(2, 10)),
+    "image": tuple(str(n) for n in range(8, 241)),
+    "clip": tuple(str(n) for n in range(1, 25)),
 }
-"""Values for the ``{slot}`` placeholders of the phrases."""
+"""Values for the ``{slot}`` placeholders of the phrases and the views."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,11 @@ class Domain:
     indications: tuple[str, ...]
     exclusive: tuple[frozenset[str], ...] = ()
     """Codes that never are positive together (they would contradict each other)."""
+    studies: tuple[str, ...] = ("examination", "study")
+    """What a sentence calls an earlier examination it compares with ("the radiograph of ...")."""
+    views: tuple[str, ...] = ()
+    """Where in the images a sentence looks ("on the lateral view"); ``{slot}`` placeholders are
+    filled from :data:`SLOTS`. Neither these nor the comparisons change what a sentence finds."""
 
 
 _LUNG = frozenset({"Lung Lesion", "Lung Opacity", "Edema", "Consolidation", "Pneumonia", "Atelectasis"})
@@ -233,6 +241,14 @@ _CHEST = Domain(
         "Preoperative evaluation.",
         "Fever and cough.",
     ),
+    studies=("radiograph", "chest radiograph", "examination", "study"),
+    views=(
+        "on the frontal view",
+        "on the lateral view",
+        "on the PA view",
+        "on the portable AP view",
+        "on the PA and lateral views",
+    ),
 )
 
 _FOOT_ANKLE = Domain(
@@ -309,6 +325,8 @@ _FOOT_ANKLE = Domain(
     exam="FOOT AND ANKLE (THREE VIEWS)",
     indications=("Pain after a fall.", "Ankle injury.", "Foot pain.", "Follow-up."),
     exclusive=(frozenset({"Pes Planus", "Pes Cavus"}), frozenset({"Dislocation", "Subluxation"})),
+    studies=("radiographs", "foot radiographs", "examination", "study"),
+    views=("on the AP view", "on the oblique view", "on the lateral view", "on the mortise view"),
 )
 
 _KNEE = Domain(
@@ -353,6 +371,8 @@ _KNEE = Domain(
     clean="No acute osseous abnormality of the knee.",
     exam="KNEE (THREE VIEWS)",
     indications=("Knee pain.", "Injury while running.", "Follow-up."),
+    studies=("radiographs", "knee radiographs", "examination", "study"),
+    views=("on the AP view", "on the lateral view", "on the sunrise view", "on the tunnel view"),
 )
 
 _ABDOMEN = Domain(
@@ -403,6 +423,8 @@ _ABDOMEN = Domain(
     clean="Normal abdominal ultrasound.",
     exam="ULTRASOUND ABDOMEN COMPLETE",
     indications=("Abdominal pain.", "Right upper quadrant pain.", "Nausea."),
+    studies=("ultrasound", "sonogram", "examination", "study"),
+    views=("on the sagittal images", "on the transverse images", "on cine clip {clip}"),
 )
 
 _HEAD = Domain(
@@ -469,6 +491,8 @@ _HEAD = Domain(
     clean="No acute intracranial abnormality.",
     exam="CT HEAD WITHOUT CONTRAST",
     indications=("Headache.", "Fall with head strike.", "Dizziness."),
+    studies=("CT", "head CT", "examination", "study"),
+    views=("on image {image} of series {series}", "on the axial images", "on the coronal reformats"),
 )
 
 _LUMBAR = Domain(
@@ -528,6 +552,13 @@ _LUMBAR = Domain(
     clean="No acute abnormality of the lumbar spine.",
     exam="MRI LUMBAR SPINE WITHOUT CONTRAST",
     indications=("Low back pain.", "Radiating leg pain.", "Back pain after lifting."),
+    studies=("MRI", "lumbar spine MRI", "examination", "study"),
+    views=(
+        "on the sagittal T2-weighted images",
+        "on the axial T2-weighted images",
+        "on the sagittal T1-weighted images",
+        "on image {image} of series {series}",
+    ),
 )
 
 DOMAINS: tuple[Domain, ...] = (_CHEST, _FOOT_ANKLE, _KNEE, _ABDOMEN, _HEAD, _LUMBAR)

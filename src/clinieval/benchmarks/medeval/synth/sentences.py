@@ -10,33 +10,79 @@ hedged), and 10% each of the three ambiguity kinds:
   then confines the "normal" to the rest; abnormal;
 * grammar: two sentences (about two findings) without the period between them; the rewrite puts
   the period back; abnormal if either sentence is.
+
+A normal sentence negates one finding, two or three at once ("No pneumothorax or pleural
+effusion."), or is a plain normal statement. Nearly every sentence is set in a
+:class:`~.text.Context` (a dated comparison, a view), applied alike to the sentence and its
+rewrite: it changes no label and keeps the sentences distinct, so a split holds (almost) no copy
+of a test sentence in train.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 
 from clinieval.benchmarks.medeval.records import AmbiguityKind, SentenceItem
 from clinieval.benchmarks.medeval.synth.domains import Domain
-from clinieval.benchmarks.medeval.synth.text import contradiction, hedged, pick_phrase, run_on, stated
+from clinieval.benchmarks.medeval.synth.text import (
+    Context,
+    context,
+    contradiction,
+    hedged,
+    negation_list,
+    pick_phrase,
+    run_on,
+    stated,
+)
 
-__all__ = ["KIND_WEIGHTS", "sentence_item"]
+__all__ = ["IN_CONTEXT", "KIND_WEIGHTS", "sentence_item"]
 
 KIND_WEIGHTS = {"normal": 35, "abnormal": 35, "jargon": 10, "contradiction": 10, "grammar": 10}
+IN_CONTEXT = 0.95
+"""The share of sentences set in a :class:`~.text.Context` (each part of a run-on: half); a
+sentence of fixed wording (a single negation, a plain normal statement, jargon) always is."""
+
+_NEGATED = re.compile(r"No (?P<noun>[a-z][^,.]*)\.")
+
+
+def _negated_nouns(domain: Domain) -> list[str]:
+    """The findings a "No ..." sentence negates, one per finding, for negation lists (nouns with
+    an "or" of their own or an "evidence of" are left out: they would not list cleanly)."""
+    out: list[str] = []
+    for finding in domain.findings:
+        for text in finding.negations if finding.pathology else ():
+            m = _NEGATED.fullmatch(text)
+            if m and " or " not in m["noun"] and "evidence" not in m["noun"]:
+                out.append(m["noun"])
+                break
+    return out
+
+
+def _situated(sentence: str, domain: Domain, rng: random.Random, share: float = IN_CONTEXT) -> str:
+    return context(domain, rng).apply(sentence) if rng.random() < share else sentence
 
 
 def _normal(domain: Domain, rng: random.Random) -> str:
-    """An unambiguous normal sentence: a finding's negation or a plain normal statement."""
-    pool = [n for f in domain.findings if f.pathology for n in f.negations]
-    pool += [n.text for n in domain.normals if n.rewrite is None]
-    return rng.choice(pool)
+    """An unambiguous normal sentence: one finding's negation, two or three negated at once, or a
+    plain normal statement."""
+    nouns = _negated_nouns(domain)
+    draw = rng.random()
+    if draw < 0.35 and len(nouns) >= 2:
+        text = negation_list(rng.sample(nouns, rng.choice((2, 2, 3)) if len(nouns) >= 3 else 2), rng)
+        return _situated(text, domain, rng)
+    if draw < 0.7:
+        text = rng.choice([n for f in domain.findings if f.pathology for n in f.negations])
+    else:
+        text = rng.choice([n.text for n in domain.normals if n.rewrite is None])
+    return _situated(text, domain, rng, 1.0)
 
 
 def _abnormal(domain: Domain, rng: random.Random) -> str:
     """An unambiguous abnormal sentence: a pathology stated, or (one in five) hedged."""
     phrase = pick_phrase(rng.choice([f for f in domain.findings if f.pathology]), rng)
-    return hedged(phrase, rng) if rng.random() < 0.2 else stated(phrase, rng)
+    return _situated(hedged(phrase, rng) if rng.random() < 0.2 else stated(phrase, rng), domain, rng)
 
 
 def _grammar(domain: Domain, rng: random.Random) -> tuple[str, str, bool]:
@@ -47,11 +93,12 @@ def _grammar(domain: Domain, rng: random.Random) -> tuple[str, str, bool]:
     abnormal = False
     for finding in (first, second):
         if rng.random() < 0.5:
-            parts.append(rng.choice(finding.negations))
+            parts.append(_situated(rng.choice(finding.negations), domain, rng, IN_CONTEXT / 2))
             continue
         abnormal = True
         phrase = pick_phrase(finding, rng)
-        parts.append(hedged(phrase, rng) if rng.random() < 0.2 else stated(phrase, rng))
+        part = hedged(phrase, rng) if rng.random() < 0.2 else stated(phrase, rng)
+        parts.append(_situated(part, domain, rng, IN_CONTEXT / 2))
     sentence, rewrite = run_on(parts[0], parts[1], rng)
     return sentence, rewrite, abnormal
 
@@ -65,12 +112,16 @@ def sentence_item(item_id: str, domain: Domain, rng: random.Random) -> SentenceI
     if kind == "abnormal":
         return _with(base, _abnormal(domain, rng), abnormal=True)
     if kind == "jargon":
-        jargon = rng.choice([n for n in domain.normals if n.rewrite is not None])
-        return _with(base, jargon.text, abnormal=False, rewrite=jargon.rewrite, kind="jargon")
+        text, rewrite = rng.choice([(n.text, n.rewrite) for n in domain.normals if n.rewrite is not None])
+        around = context(domain, rng)
+        return _with(base, around.apply(text), abnormal=False, rewrite=around.apply(rewrite), kind="jargon")
     if kind == "contradiction":
         phrase = pick_phrase(rng.choice([f for f in domain.findings if f.pathology]), rng)
         sentence, rewrite = contradiction(phrase, domain, rng)
-        return _with(base, sentence, abnormal=True, rewrite=rewrite, kind="contradiction")
+        around = context(domain, rng, ending=False) if rng.random() < IN_CONTEXT else Context()
+        return _with(
+            base, around.apply(sentence), abnormal=True, rewrite=around.apply(rewrite), kind="contradiction"
+        )
     sentence, rewrite, abnormal = _grammar(domain, rng)
     return _with(base, sentence, abnormal=abnormal, rewrite=rewrite, kind="grammar")
 

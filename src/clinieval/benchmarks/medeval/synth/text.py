@@ -1,6 +1,11 @@
 """Sentence forms shared by the synthetic sentences and reports: stated, hedged, contradictory,
 run-on. Each ambiguous form comes with its faithful rewrite, written from the same parts, so the
 rewrite keeps the finding (and the normal/abnormal label) and only removes the ambiguity.
+
+A :class:`Context` sets a sentence in its examination: a comparison with a dated earlier one
+("Compared with the radiograph of March 3, 2019, ...") and where in the images it looks ("... on
+the lateral view"). It changes no finding, so no label; it is what keeps the synthetic sentences
+distinct from one another (a copy of a test sentence in train would leak its label).
 """
 
 from __future__ import annotations
@@ -12,14 +17,22 @@ from dataclasses import dataclass
 from clinieval.benchmarks.medeval.synth.domains import SLOTS, Domain, Finding
 
 __all__ = [
+    "COMPARISONS",
     "CONTRADICTIONS",
     "HEDGED_FORMS",
+    "MONTHS",
+    "NEGATION_LISTS",
     "STATED_FORMS",
+    "YEARS",
+    "Context",
     "Phrase",
     "cap",
+    "context",
     "contradiction",
+    "decap",
     "fill",
     "hedged",
+    "negation_list",
     "pick_phrase",
     "run_on",
     "stated",
@@ -88,3 +101,80 @@ def run_on(first: str, second: str, rng: random.Random) -> tuple[str, str]:
     its capital half of the time ("No effusion The heart ...", "No effusion the heart ...")."""
     joined = second if rng.random() < 0.5 else second[:1].lower() + second[1:]
     return f"{first.rstrip('.')} {joined}", f"{first} {second}"
+
+
+COMPARISONS = (
+    ("Compared with the {study} of {date}, ", ", compared with the {study} of {date}"),
+    ("As on the {study} of {date}, ", ", as on the {study} of {date}"),
+    ("In comparison with the {study} from {date}, ", " in comparison with the {study} from {date}"),
+)
+"""A comparison with an earlier examination, as the sentence's opening or its end."""
+
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+YEARS = tuple(range(2009, 2024))
+
+NEGATION_LISTS = (
+    "No {list}.",
+    "There is no {list}.",
+    "No {list} seen.",
+    "No {list} identified.",
+    "No evidence of {list}.",
+)
+"""How two or three negated findings are written in one sentence ("No a, b or c is seen.")."""
+
+
+def decap(text: str) -> str:
+    """``text`` with its first letter in lower case, unless its first word is an abbreviation or
+    a level ("CT", "L4-L5", "T12 ...") that keeps its capital."""
+    if len(text) > 1 and (text[1].islower() or text[1] == " "):
+        return text[:1].lower() + text[1:]
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a sentence gets around it: an opening (before its first word) and an ending (before its
+    final period). Neither states, hedges nor negates a finding."""
+
+    opening: str = ""
+    ending: str = ""
+
+    def apply(self, sentence: str) -> str:
+        """``sentence`` (one or more sentences, the last ending in a period) in this context."""
+        body = sentence[:-1] if sentence.endswith(".") else sentence
+        if self.opening:
+            body = self.opening + decap(body)
+        return f"{body}{self.ending}."
+
+
+def context(domain: Domain, rng: random.Random, *, ending: bool = True) -> Context:
+    """A comparison with an earlier, dated examination of ``domain`` and, a third of the time, a
+    view; the comparison opens the sentence or (when ``ending``) closes it. Without ``ending``
+    only an opening is given (for sentences whose rewrite is two sentences: the opening then
+    covers both)."""
+    view = fill(rng.choice(domain.views), rng) if ending and domain.views and rng.random() < 0.35 else ""
+    opening, closing = rng.choice(COMPARISONS)
+    date = f"{rng.choice(MONTHS)} {rng.randint(1, 28)}, {rng.choice(YEARS)}"
+    parts = {"study": rng.choice(domain.studies), "date": date}
+    if ending and rng.random() < 0.5:
+        return Context(ending=(f" {view}" if view else "") + closing.format_map(parts))
+    return Context(opening=opening.format_map(parts), ending=f" {view}" if view else "")
+
+
+def negation_list(nouns: list[str], rng: random.Random) -> str:
+    """Two or three negated findings in one sentence ("No pneumothorax or pleural effusion.")."""
+    listed = nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " or " + nouns[-1]
+    return rng.choice(NEGATION_LISTS).format(list=listed)
