@@ -7,7 +7,11 @@ A benchmark builds its report once, as a :class:`Document` (:mod:`clinieval.repo
 from its JSON; :func:`render_markdown` and :func:`render_html` turn that one document into both
 formats, and :func:`write_report` writes ``<stem>.json``, ``<stem>.md`` and ``<stem>.html``
 atomically. Escaping lives only in the renderers (:mod:`clinieval.report.render`); head-to-head
-heatmaps in :mod:`clinieval.report.heatmap`.
+heatmaps in :mod:`clinieval.report.heatmap`, line and bar charts in :mod:`clinieval.report.charts`.
+
+Fitting is the layer's job, not a benchmark's: figures are laid out around their labels (widths
+estimated in :mod:`clinieval.report.svgtext`), which wrap instead of being cut, and a table wraps its
+cells and scrolls inside its own box only when it is still wider than the page.
 """
 
 from clinieval.report.document import (

@@ -2,8 +2,8 @@
 
 Reads the ``head_to_head`` JSON of :func:`clinieval.analysis.analyze.analyze` (``models``,
 ``rates[i][j]`` = share of battles row i won against column j, ``battles``). Every cell shows its
-number, so the figure never hides one; names are escaped (they are free text) and shortened on
-the axes, with the full name in a tooltip.
+number, so the figure never hides one; names are escaped (they are free text) and shown whole on
+the axes (wrapped onto several lines when long), with the name in a tooltip as well.
 """
 
 from __future__ import annotations
@@ -13,13 +13,27 @@ from typing import Any
 from clinieval.analysis.markdown import md_number
 from clinieval.report.document import Block, Paragraph, Raw, Table
 from clinieval.report.render import html_escape as _e
+from clinieval.report.svgtext import (
+    LINE_HEIGHT,
+    block_width,
+    lines_height,
+    multiline_text,
+    narrowest_wrap,
+    text_width,
+    wrap,
+)
 
 JSON = dict[str, Any]
 
-CELL_W, CELL_H, CHAR_W, MAX_LABEL = 64, 30, 7, 24
+CELL_W, CELL_H, FONT, PAD, GAP = 64, 30, 11, 8, 6
+MAX_LABEL = 220
+"""Width (px) the row labels wrap within."""
 LEGEND_STEPS, LEGEND_BOX = 11, 14
 LEGEND_W = LEGEND_STEPS * LEGEND_BOX + 80
 LOW, MID, HIGH = (215, 48, 39), (247, 247, 247), (33, 102, 172)
+STEP = FONT * LINE_HEIGHT
+COLUMN_LINES = int((CELL_W - GAP - 1.2 * FONT) // STEP) + 1
+"""Lines a column's label, turned upright, may take within the column's width."""
 
 
 def _colour(rate: float) -> str:
@@ -30,43 +44,48 @@ def _colour(rate: float) -> str:
     return f"rgb({r},{g},{bl})"
 
 
-def _short(name: str) -> str:
-    return name if len(name) <= MAX_LABEL else name[: MAX_LABEL - 1] + "…"
-
-
 def heatmap_svg(title: str, h2h: JSON) -> str:
-    """One matrix as a ``<figure>`` holding an SVG heatmap: rows beat columns, the rate in each cell."""
+    """One matrix as a ``<figure>`` holding an SVG heatmap: rows beat columns, the rate in each cell.
+
+    Names are shown whole: a row's name wraps on the left (the row grows to hold it), a column's
+    name is turned upright above it, wrapped onto the lines the column's width holds; the SVG grows
+    to hold them."""
     models: list[str] = h2h["models"]
     n = len(models)
-    label_w = min(max(len(m) for m in models), MAX_LABEL) * CHAR_W + 12
-    top = int(label_w * 0.7) + 12
-    # room for the last column's slanted label and for the legend
-    width = max(label_w + n * CELL_W + int(label_w * 0.8), label_w + LEGEND_W)
-    grid_h = n * CELL_H
-    height = top + grid_h + 48
+    row_w = min(max(text_width(m, FONT) for m in models), MAX_LABEL)
+    rows = [wrap(m, row_w, FONT) for m in models]
+    left = PAD + max(block_width(lines, FONT) for lines in rows) + GAP
+    col_len = max(narrowest_wrap(m, FONT, COLUMN_LINES, split_words=True) for m in models)
+    cols = [wrap(m, col_len, FONT) for m in models]
+    top = PAD + max(block_width(lines, FONT) for lines in cols) + GAP
+    heights = [max(CELL_H, lines_height(len(lines), FONT) + 2 * GAP) for lines in rows]
+    width = round(left + max(n * CELL_W, LEGEND_W) + PAD)
+    height = round(top + sum(heights) + 10 + 36 + PAD)
     parts = [
         f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">'
     ]
-    for j, m in enumerate(models):
-        x = label_w + j * CELL_W + CELL_W // 2
+    for j, (m, lines) in enumerate(zip(models, cols, strict=True)):
+        # turned a quarter back, read bottom to top from just above the column; each further line
+        # one step to the right
+        x = left + j * CELL_W + CELL_W / 2 - ((len(lines) - 1) * STEP - 0.7 * FONT) / 2
         parts.append(
-            f'<text transform="translate({x},{top - 6}) rotate(-40)" font-size="11">'
-            f"<title>{_e(m)}</title>{_e(_short(m))}</text>"
+            multiline_text(
+                lines, x, top - GAP, size=FONT, title=m, transform=f"rotate(-90 {x:.1f} {top - GAP:.1f})"
+            )
         )
-    for i, row in enumerate(models):
-        y = top + i * CELL_H
-        parts.append(
-            f'<text x="{label_w - 6}" y="{y + CELL_H // 2 + 4}" font-size="11" text-anchor="end">'
-            f"<title>{_e(row)}</title>{_e(_short(row))}</text>"
-        )
-        parts += [_cell(h2h, i, j, label_w + j * CELL_W, y) for j in range(n)]
-    parts.append(_legend(label_w, top + grid_h + 10))
+    y = top
+    for i, (row, lines, h) in enumerate(zip(models, rows, heights, strict=True)):
+        first = y + (h - lines_height(len(lines), FONT)) / 2 + 0.95 * FONT
+        parts.append(multiline_text(lines, left - GAP, first, size=FONT, anchor="end", title=row))
+        parts += [_cell(h2h, i, j, left + j * CELL_W, y, h) for j in range(n)]
+        y += h
+    parts.append(_legend(left, y + 10))
     parts.append("</svg>")
     return f"<figure>{''.join(parts)}<figcaption>{_e(title)}</figcaption></figure>"
 
 
-def _cell(h2h: JSON, i: int, j: int, x: int, y: int) -> str:
+def _cell(h2h: JSON, i: int, j: int, x: float, y: float, h: float) -> str:
     rate, battles = h2h["rates"][i][j], h2h["battles"][i][j]
     row, col = h2h["models"][i], h2h["models"][j]
     fill = "#e6e6e6" if rate is None else _colour(rate)
@@ -74,25 +93,27 @@ def _cell(h2h: JSON, i: int, j: int, x: int, y: int) -> str:
     tip = f"{row} vs {col}: " + ("no battle" if rate is None else f"{rate:.3f} of {battles} battles")
     shown = "—" if rate is None else f"{rate:.2f}"
     return (
-        f'<g><title>{_e(tip)}</title><rect x="{x}" y="{y}" width="{CELL_W}" height="{CELL_H}" '
-        f'fill="{fill}" stroke="#fff"/><text x="{x + CELL_W // 2}" y="{y + CELL_H // 2 + 4}" '
+        f'<g><title>{_e(tip)}</title><rect x="{x:.1f}" y="{y:.1f}" width="{CELL_W}" height="{h:.1f}" '
+        f'fill="{fill}" stroke="#fff"/><text x="{x + CELL_W / 2:.1f}" y="{y + h / 2 + 4:.1f}" '
         f'font-size="12" text-anchor="middle" fill="{ink}">{shown}</text></g>'
     )
 
 
-def _legend(x: int, y: int) -> str:
+def _legend(x: float, y: float) -> str:
     last = LEGEND_STEPS - 1
     boxes = "".join(
-        f'<rect x="{x + k * LEGEND_BOX}" y="{y}" width="{LEGEND_BOX}" height="10" '
+        f'<rect x="{x + k * LEGEND_BOX:.1f}" y="{y:.1f}" width="{LEGEND_BOX}" height="10" '
         f'fill="{_colour(k / last)}"/>'
         for k in range(LEGEND_STEPS)
     )
     labels = "".join(
-        f'<text x="{x + k * LEGEND_BOX + LEGEND_BOX // 2}" y="{y + 24}" font-size="10" '
+        f'<text x="{x + k * LEGEND_BOX + LEGEND_BOX // 2:.1f}" y="{y + 24:.1f}" font-size="10" '
         f'text-anchor="middle">{v}</text>'
         for k, v in ((0, "0"), (last // 2, "0.5"), (last, "1"))
     )
-    caption = f'<text x="{x + LEGEND_STEPS * LEGEND_BOX + 8}" y="{y + 9}" font-size="10">share won</text>'
+    caption = (
+        f'<text x="{x + LEGEND_STEPS * LEGEND_BOX + 8:.1f}" y="{y + 9:.1f}" font-size="10">share won</text>'
+    )
     return boxes + labels + caption
 
 

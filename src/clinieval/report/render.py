@@ -102,18 +102,30 @@ body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
   color: #222; line-height: 1.4; }
 h1 { font-size: 1.6rem; } h2 { border-bottom: 2px solid #ccc; margin-top: 2.5rem; }
 h3 { margin-top: 1.8rem; } h4, h5, h6 { margin-bottom: .3rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; display: block; max-width: 100%;
-  overflow-x: auto; }
-th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th.num, td.num { text-align: right; white-space: nowrap; }
+.table-wrap { max-width: 100%; overflow-x: auto; margin: .5rem 0 1rem; }
+table { border-collapse: collapse; font-size: .9rem; }
+th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top;
+  overflow-wrap: break-word; }
+th.num, td.num { text-align: right; } td.num { white-space: nowrap; }
 th { background: #f2f2f2; }
 tbody tr:nth-child(even) { background: #fafafa; }
 .warning { background: #fff3cd; border: 1px solid #e0c36c; padding: .6rem 1rem; }
 .note { color: #555; }
 .figures { display: flex; flex-wrap: wrap; gap: 1.5rem; }
-figure { margin: 0; } figcaption { font-size: .85rem; color: #444; }
+figure { margin: 0 0 1rem; max-width: 100%; min-width: 0; overflow-x: auto; }
+figure > svg { display: block; max-width: none; }
+figcaption { font-size: .85rem; color: #444; }
 svg text { font-family: system-ui, sans-serif; }
+.table-wrap::-webkit-scrollbar, figure::-webkit-scrollbar { height: 10px; }
+.table-wrap::-webkit-scrollbar-track, figure::-webkit-scrollbar-track { background: #eee; }
+.table-wrap::-webkit-scrollbar-thumb, figure::-webkit-scrollbar-thumb { background: #999;
+  border-radius: 5px; }
 """
+"""Wide content stays inside the page: a table sits in a box of its own that scrolls sideways when
+even its wrapped cells are wider than the page, and so does a figure wider than the page (a figure
+is never shrunk, which would shrink its text). The scroll bar is styled: browsers that honour
+``::-webkit-scrollbar`` (Chromium, Safari) then draw it and give it room even where scroll bars are
+otherwise hidden overlays, so a box that scrolls does not look cut at its right edge."""
 
 
 def _html_part(p: Inline) -> str:
@@ -144,14 +156,36 @@ def _numeric_columns(t: Table) -> list[bool]:
     ]
 
 
+LONG_WORD = 16
+"""A word longer than this (characters) in a table may wrap inside itself."""
+_BREAK_AFTER = re.compile(r"(?<=[/@:_])(?=.)")
+
+
+def _breakable(text: str) -> str:
+    """Escaped text in which a long word (a model spec, a path) may wrap after ``/ @ : _``: a
+    ``<wbr>`` marks each place, so a table cell wraps instead of pushing its table wider."""
+    return " ".join(
+        "<wbr>".join(html_escape(p) for p in _BREAK_AFTER.split(word))
+        if len(word) > LONG_WORD
+        else html_escape(word)
+        for word in text.split(" ")
+    )
+
+
+def _html_cell(c: Cell) -> str:
+    if isinstance(c, Link):
+        return f'<a href="{html_escape(c.href)}">{_breakable(c.text)}</a>'
+    return _breakable(c)
+
+
 def _html_table(t: Table) -> str:
     cls = [' class="num"' if n else "" for n in _numeric_columns(t)]
-    head = "".join(f"<th{c}>{html_escape(h)}</th>" for c, h in zip(cls, t.header, strict=True))
+    head = "".join(f"<th{c}>{_breakable(h)}</th>" for c, h in zip(cls, t.header, strict=True))
     body = "".join(
-        "<tr>" + "".join(f"<td{c}>{_html_part(v)}</td>" for c, v in zip(cls, row, strict=True)) + "</tr>"
+        "<tr>" + "".join(f"<td{c}>{_html_cell(v)}</td>" for c, v in zip(cls, row, strict=True)) + "</tr>"
         for row in t.rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _html_block(block: Block, depth: int) -> str:
