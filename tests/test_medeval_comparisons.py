@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clinieval.benchmarks.medeval import analysis, comparisons
+from clinieval.benchmarks.medeval import analysis
 from clinieval.benchmarks.medeval.analysis import Arm, Settings, medeval_analysis, read_arm
 from clinieval.benchmarks.medeval.baselines.train import answer_text, write_baseline_arm
 from clinieval.benchmarks.medeval.prompts import TaskName
@@ -131,7 +131,7 @@ def test_levels_never_average_different_metrics(tmp_path: Path) -> None:
             ("summarization", {"counted_wrong": {"rougeL": {"value": 30.0}}}),
         ]
     ]
-    levels = comparisons.by_level(results)
+    levels = analysis.by_level(results)
     assert levels == [
         {
             "model": "m",

@@ -19,74 +19,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.medeval.arms import Arm as Arm
+from clinieval.benchmarks.medeval.arms import Settings as Settings
+from clinieval.benchmarks.medeval.arms import read_arm as read_arm
 from clinieval.benchmarks.medeval.parsing import LABELS
-from clinieval.benchmarks.medeval.prompts import TASKS, TaskName
+from clinieval.benchmarks.medeval.prompts import TaskName
 from clinieval.errors import UserError
 from clinieval.records import SampleRecord
-from clinieval.runs import RunDir
 
 JSON = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Arm:
-    """One run folder read back: which model, task and shot setting, and its records."""
-
-    path: Path
-    model: str
-    task: TaskName
-    shots: int
-    paper_examples: bool
-    records: tuple[SampleRecord, ...]
-    split: str = "test"
-    """The split the arm answered: test (reported) or validation (only to choose settings on)."""
-
-    @property
-    def family(self) -> str:
-        """The paper's two families: adapted PLMs (trained baselines) and prompted LLMs."""
-        return "adapted PLM" if self.model.startswith("baseline:") else "prompted LLM"
-
-    @property
-    def setting(self) -> str:
-        if self.model == "baseline:lead-sentence":
-            return "extractive (first FINDINGS sentence)"
-        if self.family == "adapted PLM":
-            return "trained on the train split"
-        if self.shots == 0:
-            return "zero-shot"
-        return f"{self.shots}-shot" + (" (paper's examples)" if self.paper_examples else "")
-
-
-def read_arm(path: Path) -> Arm:
-    """A ``clinieval medeval run`` folder as an arm (refusing runs of other benchmarks)."""
-    run = RunDir.open(path)
-    spec = run.manifest().get("spec", {})
-    params = (spec.get("task") or {}).get("params") or {}
-    task = params.get("task")
-    if task not in TASKS:
-        raise UserError(f"{path}: not a MedEval run (made by `clinieval medeval run`)")
-    records = tuple(r for r in run.records() if r.repeat == 0)
-    if not records:
-        raise UserError(f"{path}: the run has no finished samples")
-    model = str((spec.get("model") or {}).get("spec") or path.name)
-    shots, paper = int(params.get("shots") or 0), bool(params.get("paper_examples"))
-    return Arm(path, model, task, shots, paper, records, str(params.get("split") or "test"))
-
-
 # --- small statistics ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    level: float = 0.95
-    resamples: int = 2000
-    seed: int = 0
-    intervals: bool = True
-    """False for breakdowns, which show point values (the CIs stay on the whole arm)."""
 
 
 def _mean_ci(values: Sequence[float], s: Settings, scale: float = 1.0) -> JSON:
@@ -337,9 +285,34 @@ def medeval_analysis(
         ],
         "chosen": [c.describe() | {"task": t} for (_, t), c in sorted(comparisons.choices(arms).items())],
         "families": comparisons.family_comparison(arms, s),
-        "levels": comparisons.by_level(results),
+        "levels": by_level(results),
         "zero_vs_few": comparisons.zero_vs_few(arms, s),
         "curves": {t: {m: dict(v) for m, v in by_model.items()} for t, by_model in curves.items()},
         "main_metric": dict(MAIN_METRIC),
         "undefined": undefined,
     }
+
+
+def by_level(results: Sequence[JSON]) -> list[JSON]:
+    """Per model and setting, the mean headline value of the tasks of one level that share a metric
+    (the paper's per-level averages, without averaging accuracy with BLEU or ROUGE)."""
+    from clinieval.benchmarks.medeval.prompts import SENTENCE_TASKS
+
+    groups: dict[tuple[str, str, str, str], list[tuple[str, float]]] = defaultdict(list)
+    for r in results:
+        value = main_value(r)
+        if value is not None and r.get("split", "test") == "test":
+            level = "sentence" if r["task"] in SENTENCE_TASKS else "report"
+            groups[(r["model"], r["setting"], level, MAIN_METRIC[r["task"]])].append((r["task"], value))
+    return [
+        {
+            "model": model,
+            "setting": setting,
+            "level": level,
+            "metric": metric,
+            "tasks": [t for t, _ in found],
+            "value": sum(v for _, v in found) / len(found),
+        }
+        for (model, setting, level, metric), found in groups.items()
+        if len(found) > 1
+    ]

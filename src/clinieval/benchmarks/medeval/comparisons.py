@@ -12,9 +12,7 @@ Three rules hold for every comparison here:
   failed calls, baselines that answer the whole test split); a comparison keeps only the items every
   compared arm answered, says how many (``n``) and how many it dropped, and gives each side's mean
   with a 95% bootstrap CI and the paired difference with its CI and p-value.
-* **No average mixes metrics.** A level's average covers only tasks scored by the same metric
-  (abnormality and ambiguity accuracy); BLEU-4, ROUGE-L and code accuracy are never averaged
-  together.
+* **No average mixes metrics** (:func:`clinieval.benchmarks.medeval.analysis.by_level`).
 
 Per-item values are each task's per-answer score with unqualified answers and failed calls counted
 wrong (0): accuracy for the label tasks, the share of the 14 observations right (all-or-nothing per
@@ -29,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clinieval.benchmarks.medeval.analysis import Arm, Settings
-from clinieval.benchmarks.medeval.prompts import PAPER_SHOTS, SENTENCE_TASKS, TaskName
+from clinieval.benchmarks.medeval.arms import Arm, Settings
+from clinieval.benchmarks.medeval.prompts import PAPER_SHOTS, TaskName
 
 JSON = dict[str, Any]
 
@@ -204,28 +202,3 @@ def zero_vs_few(arms: Sequence[Arm], s: Settings) -> list[JSON]:
             }
         )
     return rows
-
-
-def by_level(results: Sequence[JSON]) -> list[JSON]:
-    """Per model and setting, the mean headline value of the tasks of one level that share a metric
-    (the paper's per-level averages, without averaging accuracy with BLEU or ROUGE)."""
-    from clinieval.benchmarks.medeval.analysis import MAIN_METRIC, main_value
-
-    groups: dict[tuple[str, str, str, str], list[tuple[str, float]]] = defaultdict(list)
-    for r in results:
-        value = main_value(r)
-        if value is not None and r.get("split", "test") == "test":
-            level = "sentence" if r["task"] in SENTENCE_TASKS else "report"
-            groups[(r["model"], r["setting"], level, MAIN_METRIC[r["task"]])].append((r["task"], value))
-    return [
-        {
-            "model": model,
-            "setting": setting,
-            "level": level,
-            "metric": metric,
-            "tasks": [t for t, _ in found],
-            "value": _mean([v for _, v in found]),
-        }
-        for (model, setting, level, metric), found in groups.items()
-        if len(found) > 1
-    ]
