@@ -17,6 +17,19 @@ timed ``--rounds`` times in alternating order and the median is reported. Agreem
 (4 reports x 14 observations) against ``labeled_reports.csv``.
 
     .venv/bin/python bench/medeval_labeller.py --repeat 25 --synthetic 400 --rounds 5
+
+**On the development set** (``--dev``): the hand-labelled sentences and short reports of
+``tests/data/medeval-labeller-dev.jsonl`` (conventions in its ``.md``), labelled by this checkout
+and, with ``--before DIR``, by an older checkout (run through ``PYTHONPATH=DIR/src``, e.g. a
+``git worktree`` of the commit before the labeller's fix). Each side runs in a worker process of
+its own (this script with ``--worker``), built before the clock starts, timed on the dev set's
+reports repeated ``--dev-repeat`` times for ``--rounds`` rounds; the two sides' workers run
+``--alternations`` times in alternating order (a shared machine's load falls on both alike) and
+the median of all their rounds is reported. Printed per side: cells and reports right, agreement
+per observation, and the confusion of gold -> predicted values.
+
+    git worktree add /tmp/labeller-before <commit before the fix>
+    .venv/bin/python bench/medeval_labeller.py --dev --before /tmp/labeller-before --rounds 5 --alternations 4
 """
 
 from __future__ import annotations
@@ -29,11 +42,15 @@ import platform
 import random
 import re
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+import clinieval
 from clinieval.benchmarks.medeval.labeller import Labeller, read_reports
 from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
 from clinieval.benchmarks.medeval.labeller.rules import DomainRules, load_chexpert_rules
@@ -222,6 +239,142 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     return results
 
 
+# --- the development set, before and after ---------------------------------------------------
+
+DEV_SET = REPO / "tests" / "data" / "medeval-labeller-dev.jsonl"
+VALUES = ("1.0", "0.0", "-1.0", "")
+SHOWN = {"1.0": "1", "0.0": "0", "-1.0": "-1", "": "blank"}
+
+
+def dev_items(path: Path) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def worker(args: argparse.Namespace) -> None:
+    """Label the dev set with the clinieval found on sys.path; print labels and timings as JSON."""
+    reports = [str(item["report"]) for item in dev_items(args.dev_set)]
+    t = time.perf_counter()
+    labeller = Labeller("chest x-ray", chexpert=args.chexpert)
+    build_s = time.perf_counter() - t
+    labels = [[CHEXPERT_NUMBERS[lab[c]] for c in labeller.codes] for lab in labeller.label(reports)]
+    timed_reports = reports * args.dev_repeat
+    labeller.label(timed_reports[:20])  # warm-up, untimed
+    times = [timed(lambda: labeller.label(timed_reports)) for _ in range(args.rounds)]
+    median = statistics.median(times)
+    print(json.dumps({
+        "clinieval": str(Path(clinieval.__file__).parent), "codes": list(labeller.codes), "labels": labels,
+        "build_s": build_s, "timed_reports": len(timed_reports), "times_s": times, "median_s": median,
+        "reports_per_s": len(timed_reports) / median,
+    }))  # fmt: skip
+
+
+def run_worker(src: Path, args: argparse.Namespace) -> dict[str, object]:
+    command = [
+        sys.executable, str(Path(__file__).resolve()), "--worker", "--dev-set", str(args.dev_set),
+        "--chexpert", str(args.chexpert), "--dev-repeat", str(args.dev_repeat), "--rounds", str(args.rounds),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"worker for {src} failed:\n{done.stderr}")
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def dev_agreement(
+    items: list[dict[str, object]], labels: list[list[str]], codes: Sequence[str]
+) -> dict[str, object]:
+    """Cells, whole reports, per observation and gold -> predicted counts."""
+    per_code = {c: 0 for c in codes}
+    confusion = {f"{SHOWN[g]}->{SHOWN[p]}": 0 for g in VALUES for p in VALUES}
+    exact = 0
+    wrong: list[str] = []
+    for item, row in zip(items, labels, strict=True):
+        gold = item["labels"]
+        assert isinstance(gold, dict)
+        misses = []
+        for code, predicted in zip(codes, row, strict=True):
+            g = gold[code]
+            expected = "" if g is None else f"{float(g):.1f}"
+            confusion[f"{SHOWN[expected]}->{SHOWN[predicted]}"] += 1
+            if predicted == expected:
+                per_code[code] += 1
+            else:
+                misses.append(f"{code} {SHOWN[expected]}->{SHOWN[predicted]}")
+        exact += not misses
+        if misses:
+            wrong.append(f"{item['id']}: {', '.join(misses)}")
+    cells = len(items) * len(codes)
+    right = sum(per_code.values())
+    return {
+        "reports": len(items), "cells": cells, "cells_right": right, "cell_agreement": right / cells,
+        "reports_exact": exact, "report_agreement": exact / len(items),
+        "per_observation": {c: n / len(items) for c, n in per_code.items()},
+        "confusion": confusion, "wrong": wrong,
+    }  # fmt: skip
+
+
+def run_dev(args: argparse.Namespace) -> dict[str, object]:
+    """Each side's worker --alternations times, in alternating order, so that both meet the same
+    load; the rounds of all its runs are pooled and their median timed."""
+    items = dev_items(args.dev_set)
+    sides = {"after": REPO / "src"}
+    if args.before is not None:
+        sides = {"before": args.before / "src", **sides}
+    runs: dict[str, list[dict[str, object]]] = {name: [] for name in sides}
+    for k in range(args.alternations):
+        for name in list(sides) if k % 2 == 0 else list(reversed(sides)):
+            runs[name].append(run_worker(sides[name], args))
+    results: dict[str, object] = {"dev_set": str(args.dev_set.relative_to(REPO)), "items": len(items)}
+    for name, outs in runs.items():
+        out = dict(outs[0])
+        codes, labels = out.pop("codes"), out.pop("labels")
+        assert isinstance(codes, list) and isinstance(labels, list)
+        assert all(o["labels"] == labels for o in outs), f"{name}: labels differ between runs"
+        times = [t for o in outs for t in o["times_s"]]  # type: ignore[attr-defined]
+        out.update(times_s=times, median_s=statistics.median(times))
+        out["reports_per_s"] = int(str(out["timed_reports"])) / statistics.median(times)
+        out["agreement"] = dev_agreement(items, labels, codes)
+        results[name] = out
+    return results
+
+
+def show_dev(results: dict[str, Any]) -> None:
+    names = [n for n in ("before", "after") if n in results]
+    sides: dict[str, Any] = {n: results[n] for n in names}
+    first = sides[names[0]]
+    agree = {n: sides[n]["agreement"] for n in names}
+    print(
+        f"{results['items']} dev-set reports ({results['dev_set']}); timed on {first['timed_reports']} "
+        f"reports (the dev set repeated), median of {len(first['times_s'])} rounds"
+    )
+    print(f"{'':<28}" + "".join(f"{n:>10}" for n in names))
+    rows = {
+        "cells right": {n: f"{a['cells_right']}/{a['cells']}" for n, a in agree.items()},
+        "cells right %": {n: f"{a['cell_agreement'] * 100:.2f}%" for n, a in agree.items()},
+        "reports exact": {n: f"{a['reports_exact']}/{a['reports']}" for n, a in agree.items()},
+        "reports exact %": {n: f"{a['report_agreement'] * 100:.1f}%" for n, a in agree.items()},
+        "reports/s (median)": {n: f"{sides[n]['reports_per_s']:.0f}" for n in names},
+    }
+    for title, cells in rows.items():
+        print(f"{title:<28}" + "".join(f"{cells[n]:>10}" for n in names))
+    print("agreement per observation")
+    for code in first["agreement"]["per_observation"]:
+        print(f"  {code:<26}" + "".join(f"{agree[n]['per_observation'][code] * 100:>9.1f}%" for n in names))
+    print("gold -> predicted, cells that disagree")
+    keys = sorted(
+        {k for n in names for k, v in agree[n]["confusion"].items() if v and len(set(k.split("->"))) == 2}
+    )
+    for key in keys:
+        print(f"  {key:<26}" + "".join(f"{agree[n]['confusion'][key]:>10}" for n in names))
+    for n in names:
+        wrong = agree[n]["wrong"]
+        print(f"{n}: {len(wrong)} reports not exact" + (":" if wrong else ""))
+        for line in wrong:
+            print(f"  {line}")
+
+
 def environment() -> dict[str, object]:
     versions = {p: metadata.version(p) for p in ("spacy", "medspacy", "numpy")}
     return {
@@ -265,11 +418,21 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=400, help="synthetic chest reports added")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--window", type=int, default=5, help="regex labeller: words looked back for a cue")
+    parser.add_argument("--dev", action="store_true", help="measure on the development set instead")
+    parser.add_argument("--dev-set", type=Path, default=DEV_SET, help="the development set (JSONL)")
+    parser.add_argument("--dev-repeat", type=int, default=4, help="times the dev set is repeated when timed")
+    parser.add_argument("--before", type=Path, help="an older checkout to compare with (its src/ is used)")
+    parser.add_argument("--alternations", type=int, default=4, help="dev: runs of each side, alternating")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    results = run(args)
+    if args.worker:
+        worker(args)
+        return
+    results = run_dev(args) if args.dev else run(args)
     results["environment"] = environment()
-    show(results)
-    out = REPO / "bench" / "out" / f"medeval_labeller-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    (show_dev if args.dev else show)(results)
+    stem = "medeval_labeller-dev" if args.dev else "medeval_labeller"
+    out = REPO / "bench" / "out" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out.relative_to(REPO)}")

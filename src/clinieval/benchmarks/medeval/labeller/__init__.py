@@ -8,6 +8,8 @@ uncertain) or absent.
 * :class:`Labeller` / :func:`label_reports`: a list of report texts -> a list of dicts code -> value.
 * :func:`label_csv`: CheXpert's file layout in and out (``clinieval medeval label``).
 * :mod:`.rules`: the phrase lists (CheXpert's folder for chest; JSON rules files elsewhere).
+* :mod:`.patterns` and :mod:`.modifiers`: the ConText triggers, switched on by the words of
+  CheXpert's negation and uncertainty pattern files.
 
 Nothing heavy is imported here: spaCy and medspaCy load when a :class:`Labeller` is built.
 """

@@ -11,7 +11,11 @@ spaCy's blank English pipeline (a tokenizer, nothing trained, nothing downloaded
 3. medspaCy's ``Sectionizer`` with radiology headers: mentions under INDICATION, HISTORY,
    COMPARISON, TECHNIQUE or EXAMINATION state the clinical question or the method, not a finding,
    and are dropped. A header also starts a sentence.
-4. medspaCy's ``ConText`` with the triggers of :mod:`.modifiers`.
+4. medspaCy's ``ConText`` with the triggers of :mod:`.modifiers` (the domain's
+   :class:`~.modifiers.ContextRules`) and their checks (:class:`Checks`). Each trigger gets a
+   category of its own (``NEGATED_EXISTENCE/12``): medspaCy cuts a trigger's scope at the next
+   trigger of the same category, which CheXpert, whose patterns apply one by one, never does
+   ("Pneumonia is considered less likely": "considered" must not stop "less likely" reaching back).
 
 spaCy and medspaCy are imported only when a pipeline is built: they take seconds to import, and
 ``clinieval --help`` must not pay for them.
@@ -21,19 +25,21 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
 from clinieval.benchmarks.medeval.labeller.modifiers import (
-    MODIFIERS,
+    ABNORMAL_SIZE,
+    COPULAS,
+    LIST_WORDS,
     NEGATED,
     PRECEDENCE,
-    STRUCTURE_WORDS,
     UNCERTAIN,
     UNCERTAIN_FIRST,
+    ContextRules,
     Modifier,
 )
 from clinieval.benchmarks.medeval.labeller.rules import DomainRules, Phrase, rules_for_domain
@@ -99,18 +105,114 @@ def split_at_blank_lines(doc: Doc) -> Doc:
     return doc
 
 
-def after_or_adjacent(target: Span, modifier: Span, _between: Span) -> bool:
-    """Forward freely; backward only onto the mention right before the trigger."""
-    return target.start >= modifier.end or target.end == modifier.start
+CheckFunction = Callable[["Span", "Span", "Span"], bool]
+
+CLAUSE_VERBS = frozenset({
+    "is", "are", "was", "were", "appears", "appear", "remains", "remain", "has", "have", "had",
+    "measures", "measure", "demonstrates", "shows",
+})  # fmt: skip
+"""A verb right after a mention makes it the subject of its own clause."""
+AUXILIARIES = frozenset({"is", "are", "was", "were", "has", "have", "had", "been", "be", "now", "since"})
+NEAR_STOPS = frozenset({"with", "without", "and", "or", "but"}) | ABNORMAL_SIZE
 
 
-def names_structure(target: Span, _modifier: Span, _between: Span) -> bool:
-    """Only a mention named by a structure word (see :data:`.modifiers.STRUCTURE_WORDS`)."""
-    text = target.text.lower()
-    return any(word in text for word in STRUCTURE_WORDS)
+class Checks:
+    """The ``check`` functions of :mod:`.modifiers` (see its docstring), bound to one pipeline's
+    structure words. Each takes medspaCy's ``(target, modifier, between)`` and works out the
+    tokens between the two itself (medspaCy's ``between`` is not that for backward triggers)."""
 
+    def __init__(self, context: ContextRules) -> None:
+        self.structures = context.structures
+        stable = {w for m in context.modifiers if m.check == "structure" for w in m.literal.lower().split()}
+        self.glue_after = LIST_WORDS | self.structures
+        """What may stand between "normal" and a structure after it: "normal heart size and contour"."""
+        self.glue_before = self.glue_after | COPULAS | stable
+        """... and between a structure and its statement: "contour is stable and normal"."""
 
-CHECKS = {"after_or_adjacent": after_or_adjacent, "structure": names_structure}
+    def function(self, check: str) -> CheckFunction | None:
+        return {
+            "normal": self.normal,
+            "structure": self.structure,
+            "nearest": self.nearest,
+            "participle": self.participle,
+        }.get(check)
+
+    def names_structure(self, target: Span) -> bool:
+        text = target.text.lower()
+        return any(word in text for word in self.structures)
+
+    @staticmethod
+    def gap(target: Span, modifier: Span) -> Span:
+        doc = target.doc
+        if target.start >= modifier.end:
+            return doc[modifier.end : target.start]
+        return doc[target.end : modifier.start]
+
+    @staticmethod
+    def mention_tokens(doc: Doc, structures_only: frozenset[str] | None = None) -> set[int]:
+        tokens: set[int] = set()
+        for m in doc.spans[MENTIONS]:
+            if structures_only is None or any(w in m.text.lower() for w in structures_only):
+                tokens.update(range(m.start, m.end))
+        return tokens
+
+    def in_list(self, gap: Span, glue: frozenset[str]) -> bool:
+        """The gap is part of a list of structures: glue words and structure mentions, and no
+        copula followed by another mention (that starts a clause of its own)."""
+        structure_tokens = self.mention_tokens(gap.doc, self.structures)
+        copula = False
+        for t in gap:
+            if t.i in structure_tokens:
+                if copula:
+                    return False
+            elif t.lower_ not in glue:
+                return False
+            copula = copula or t.lower_ in CLAUSE_VERBS
+        return True
+
+    def normal(self, target: Span, modifier: Span, _between: Span) -> bool:
+        gap = self.gap(target, modifier)
+        if target.start >= modifier.end:  # "normal interstitial markings", "normal heart size and contour"
+            if len(gap) <= 2 and all(t.is_alpha and t.lower_ not in NEAR_STOPS for t in gap):
+                return True
+            after = target.doc[target.end] if target.end < len(target.doc) else None
+            described = after is not None and (after.lower_ in CLAUSE_VERBS or after.lower_ in ABNORMAL_SIZE)
+            return self.names_structure(target) and self.in_list(gap, self.glue_after) and not described
+        if all(t.lower_ in COPULAS for t in gap):  # "markings are normal"
+            return True
+        return self.names_structure(target) and self.in_list(gap, self.glue_before)
+
+    def structure(self, target: Span, _modifier: Span, _between: Span) -> bool:
+        """A structure whose size the sentence does not state near it."""
+        if not self.names_structure(target):
+            return False
+        doc = target.doc
+        i = target.start
+        while i > 0 and target.start - i < 3 and not doc[i].is_sent_start:
+            i -= 1
+            if doc[i].lower_ in ABNORMAL_SIZE:
+                return False
+        for t in doc[target.end : target.end + 3]:
+            if t.is_sent_start:
+                break
+            if t.lower_ in ABNORMAL_SIZE:
+                return False
+        return True
+
+    def nearest(self, target: Span, modifier: Span, _between: Span) -> bool:
+        gap = self.gap(target, modifier)
+        return not any(gap.start <= m.start and m.end <= gap.end for m in target.doc.spans[MENTIONS])
+
+    def participle(self, target: Span, modifier: Span, between: Span) -> bool:
+        if target.start < modifier.end:
+            return True
+        doc = target.doc
+        if modifier.start > 0 and not doc[modifier.start].is_sent_start:
+            before = doc[modifier.start - 1]
+            if before.lower_ in AUXILIARIES or before.i in self.mention_tokens(doc):
+                return False
+        gap = self.gap(target, modifier)
+        return not any(t.is_punct for t in gap) and self.nearest(target, modifier, between)
 
 
 def _import_medspacy() -> Any:
@@ -131,17 +233,18 @@ def quiet_matchers() -> Iterator[None]:
         yield
 
 
-def context_rules(modifiers: Sequence[Modifier], medspacy: Any) -> list[Any]:
+def context_rules(modifiers: Sequence[Modifier], checks: Checks, medspacy: Any) -> list[Any]:
+    """One ``ConTextRule`` per trigger, each with a category of its own (``NEGATED_EXISTENCE/3``)."""
     rule = medspacy.context.ConTextRule
     return [
         rule(
             m.literal,
-            m.category,
+            f"{m.category}/{i}",
             direction=m.direction,
             max_scope=m.max_scope,
-            on_modifies=CHECKS.get(m.check),
+            on_modifies=checks.function(m.check),
         )
-        for m in modifiers
+        for i, m in enumerate(modifiers)
     ]
 
 
@@ -219,7 +322,8 @@ def build_pipeline(rules: DomainRules) -> Language:
     groups = {"input_span_type": "group", "span_group_name": MENTIONS, "span_attrs": None}
     sections = {"rules": None, "apply_sentence_boundary": True, **groups}
     add_rules(nlp, "medspacy_sectionizer", sections, section_rules(medspacy))
-    add_rules(nlp, "medspacy_context", {"rules": None, **groups}, context_rules(MODIFIERS, medspacy))
+    triggers = context_rules(rules.context.modifiers, Checks(rules.context), medspacy)
+    add_rules(nlp, "medspacy_context", {"rules": None, **groups}, triggers)
     return nlp
 
 
@@ -228,7 +332,7 @@ def build_pipeline(rules: DomainRules) -> Language:
 
 def value_of(span: Span) -> CodeValue:
     """The mention's value from its ConText modifiers, in CheXpert's order of passes."""
-    categories = {m.category for m in span._.modifiers}
+    categories = {m.category.partition("/")[0] for m in span._.modifiers}
     return next((VALUE_OF[c] for c in PRECEDENCE if c in categories), "positive")
 
 

@@ -8,7 +8,8 @@ Two sources, one shape (:class:`DomainRules`):
   again: a phrase is a case-insensitive regular expression found anywhere in the text ("atelecta"
   finds "atelectasis"), a ``_`` at either end of a phrase asks for a word boundary there, and one
   inside stands for a space. ``no_finding.txt`` lists *other* findings: they have no column of
-  their own but, affirmed, rule out No Finding.
+  their own but, affirmed, rule out No Finding. The labeler's ``patterns`` folder beside
+  ``phrases``, when there, gives the negation and uncertainty vocabulary (:mod:`.patterns`).
 
 * **Every other domain** reads a JSON rules file (the package's ``rules/foot_ankle.json`` for
   foot/ankle x-rays, or the user's own)::
@@ -45,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.medeval.labeller.modifiers import DEFAULT_CONTEXT, ContextRules, context_for
+from clinieval.benchmarks.medeval.labeller.patterns import patterns_dir, read_vocabulary
 from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, CodeValue
 from clinieval.datasets import UNDECODABLE, not_utf8
 from clinieval.errors import UserError
@@ -81,8 +84,12 @@ LOCATION_OBSERVATIONS = ("Cardiomegaly", "Enlarged Cardiomediastinum")
 place: "pacer leads over the heart" mentions no cardiomegaly. CheXpert drops such mentions."""
 
 LOCATION_PREFIX = (
-    r"(?:over|overly|overlying|in|projects? over|projecting over) the (?:(?:superior|left|right) )?"
+    r"(?:over|overly|overlying|overlies|overlie|in|projects? over|projecting over) the "
+    r"(?:(?:superior|left|right) )?"
 )
+
+PROJECT_UNMENTIONS: Mapping[str, tuple[str, ...]] = {"Support Devices": (r"plate[\s-]?like",)}
+"""Look-alikes the labeler's lists miss: "plate" is a device, "platelike atelectasis" is a shape."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,8 @@ class DomainRules:
     implies: Mapping[str, tuple[str, CodeValue]] = field(default_factory=dict)
     """Phrase text -> a code and value it also sets when the phrase is affirmed (CheXpert's chf)."""
     source: str = ""
+    context: ContextRules = DEFAULT_CONTEXT
+    """The ConText triggers (from CheXpert's pattern files for chest, else the whole lexicon)."""
 
 
 # --- the CheXpert labeler's phrase lists -------------------------------------------------------
@@ -192,6 +201,10 @@ def load_chexpert_rules(chexpert: Path | None = None) -> DomainRules:
             f"{phrases / 'mention' / (stem + '.txt')}: not found (every observation needs its phrase list)"
         )
     add_location_unmentions(mentions, unmentions)
+    for name, looks in PROJECT_UNMENTIONS.items():
+        extra = tuple(Phrase(p, p, "clinieval (look-alike)") for p in looks)
+        unmentions[name] = (*unmentions.get(name, ()), *extra)
+    patterns = patterns_dir(phrases)
     return DomainRules(
         domain=CHEST,
         codes=CHEXPERT_OBSERVATIONS,
@@ -201,6 +214,7 @@ def load_chexpert_rules(chexpert: Path | None = None) -> DomainRules:
         no_finding_ignores=frozenset({SUPPORT_DEVICES}),
         implies=CHEXPERT_IMPLIES,
         source=str(phrases),
+        context=context_for(None if patterns is None else read_vocabulary(patterns)),
     )
 
 
