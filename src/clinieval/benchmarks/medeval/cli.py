@@ -236,10 +236,14 @@ def label(
     out: Annotated[Path, typer.Option(help="CSV in the CheXpert layout: Reports + 14 observation columns")],
     chexpert: Annotated[
         Path | None,
-        typer.Option(help="the CheXpert labeler's folder (phrases/); default: ../shared/data's copy"),
+        typer.Option(
+            help="the CheXpert labeler's folder (phrases/ and patterns/, read in place); "
+            "default: ../shared/data's copy"
+        ),
     ] = None,
 ) -> None:
-    """Label chest reports with the rule-based labeller (CheXpert's phrases, medspacy's ConText)."""
+    """Label chest reports with the rule-based labeller (CheXpert's phrases and negation/uncertainty
+    patterns, medspaCy's ConText)."""
     from clinieval.benchmarks.medeval.labeller import label_csv
 
     n = label_csv(reports, out, chexpert=chexpert)
