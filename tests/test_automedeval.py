@@ -245,9 +245,10 @@ def test_position_and_length_bias_by_hand() -> None:
     assert length_preference(fair, [30, 20, 10]) == (6, 6)
     assert length_preference(fair, [10, 20, 30]) == (0, 6)
     report = bias_report([(biased, [5, 5, 5]), (fair, [30, 20, 10])])
-    assert report["swap_consistency"] == {"rate": 3 / 4, "comparisons": 4}
+    # each figure now also carries its CI and verdict (issue 25): the counts are unchanged
+    assert (report["swap_consistency"]["rate"], report["swap_consistency"]["comparisons"]) == (3 / 4, 4)
     assert report["first_shown_wins"]["rate"] == 3 / 4 and report["first_shown_wins"]["chance"] == 1 / 3
-    assert report["length_preference"] == {"rate": 1.0, "pairs": 6}
+    assert (report["length_preference"]["rate"], report["length_preference"]["pairs"]) == (1.0, 6)
 
 
 def test_chunks_are_at_most_1000_characters_cut_at_whitespace() -> None:
@@ -377,7 +378,8 @@ def test_judging_a_set_maps_shown_orders_back_and_runs_the_knowledge_chain(tmp_p
     with FaultServer(responder=reply) as server:
         spec = f"openai:{server.url}@fault"
         cmd = ("automedeval", "judge", str(path), "--judge", spec, "--out", str(tmp_path / "judged"),
-               "--repeats", "3", "--kb", str(tmp_path / "kb"), "--no-progress")  # fmt: skip
+               "--repeats", "3", "--order", "shuffled", "--kb", str(tmp_path / "kb"),
+               "--no-progress")  # fmt: skip
         done = run_cli(*cmd)
         assert done.returncode == 0, done.stderr
         first = len(server.log.received)

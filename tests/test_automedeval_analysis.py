@@ -157,8 +157,10 @@ def test_flat_judge_agreement_is_the_share_of_ties_among_the_physicians(judged) 
     assert flat["agreement"]["accuracy_2tuple"] == pytest.approx(ties / (3 * len(items)))
     assert flat["agreement"]["accuracy_triple"] == pytest.approx(all_equal / len(items))
     assert flat["parse_rate"] == 1.0 and flat["verdicts"] == 60
-    # a flat judge never prefers anything: every pair is a tie in its win/tie table
-    assert all(p["tie_rate"] == 1.0 for p in flat["win_tie"])
+    # a flat judge never prefers anything: every pair is a tie in its win/tie table, which is
+    # now beside the physicians' on the same items, with n (issue 25)
+    assert all(p["tie_rate"] == 1.0 for p in flat["win_tie"]["judge"])
+    assert flat["win_tie"]["items"] == 30 and flat["win_tie"]["units"] == 60
     assert flat["agreement"]["spearman"] is None  # constant judge scores: undefined, with its reason
     assert any("spearman" in u for u in flat["agreement"]["undefined"])
 

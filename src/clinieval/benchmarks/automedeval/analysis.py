@@ -1,14 +1,19 @@
 """Several judges over one set, side by side: what ``clinieval automedeval analyze`` computes.
 
 For each judge (a folder written by ``automedeval judge``): the parse rate; agreement with the
-physicians (Accuracy_2-tuple and Accuracy_triple with percentile-bootstrap CIs over items,
-response-level Spearman and Pearson with Fisher-z CIs); win/tie/loss per pair of judged models
-beside the physicians'; the position and length bias rates; and, when the set has reference
-rationales, BERTScore F1 of the judge's rationales against them. The best judge is the one with
-the highest Accuracy_triple (the paper's headline; ties broken by Accuracy_2-tuple); every other
-judge is tested against it over the same items: a paired t-test on the per-item share of pairs
-ordered right (the paper's significance test), a paired-bootstrap CI of that difference, and
-McNemar's test on the items' triple outcomes.
+physicians under the estimator asked for (``per-run``, the paper's and the default: each metric on
+each run's own verdicts, averaged over the runs, with their spread; or ``mean-scores``: each
+response's mean score over its parsed repeats) — Accuracy_2-tuple and Accuracy_triple with
+percentile-bootstrap CIs over items, response-level Spearman and Pearson with CIs and p-values
+that resample and permute whole items (the pooled Fisher-z CI and p-value beside them, labelled);
+win/tie/loss per pair of judged models by the judge and by the physicians on the same items (or
+(item, run) units), with n; the position and length bias figures with CIs and verdicts; and, when
+the set has reference rationales, BERTScore F1 of the judge's rationales against them. The best
+judge is the one with the highest Accuracy_triple (the paper's headline; ties broken by
+Accuracy_2-tuple); every other judge is tested against it over the same items: a paired t-test on
+the per-item share of pairs ordered right (averaged over runs under ``per-run``; the paper's
+significance test), a paired-bootstrap CI of that difference, and McNemar's test on the triple
+outcomes (per (item, run) unit, clustered by item, under ``per-run``).
 
 A statistic the data cannot define is None with its reason in ``undefined``, never NaN.
 BARTScore is reported "not available": it needs a BART checkpoint (facebook/bart-large-cnn in the
@@ -22,8 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clinieval.analysis._validation import UndefinedStatisticError
-from clinieval.benchmarks.automedeval.judging import Entry, judge_bias, mean_scores, read_verdicts
+from clinieval.benchmarks.automedeval.judging import (
+    ESTIMATORS,
+    Entry,
+    agreement_of,
+    judge_bias,
+    mean_scores,
+    read_verdicts,
+    run_scores,
+)
 from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.datasets import read_json
 from clinieval.errors import UserError
@@ -74,20 +86,43 @@ def _check_items(items: Sequence[JudgeItem], run: JudgeRun) -> None:
         )
 
 
-def _per_item_order(
-    items: Sequence[JudgeItem], judged: dict[str, list[float] | None]
-) -> dict[str, tuple[float, float]]:
-    """Item id -> (share of pairs ordered right, triple right 0/1), for items physicians rated."""
+ScoreSets = list[dict[str, list[float] | None]]
+"""A judge's scores as the estimator sees them: one map per run (``per-run``), or one map of the
+mean scores (``mean-scores``); item id -> scores in the item's order, None when missing."""
+
+
+def score_sets(items: Sequence[JudgeItem], entries: Sequence[Entry], estimator: str) -> ScoreSets:
+    if estimator not in ESTIMATORS:
+        raise UserError(f"unknown estimator {estimator!r}; use one of {', '.join(ESTIMATORS)}")
+    return run_scores(items, entries) if estimator == "per-run" else [mean_scores(items, entries)]
+
+
+@dataclass(frozen=True)
+class PerItem:
+    """Per rated item: (share of pairs ordered right, triple right) averaged over the score sets;
+    per (item, set) unit: triple right 0/1 (what the paired tests read)."""
+
+    items: dict[str, tuple[float, float]]
+    units: dict[tuple[str, int], float]
+
+
+def _per_item_order(items: Sequence[JudgeItem], sets: ScoreSets) -> PerItem:
     from clinieval.analysis.rank_agreement import order_agreement
 
-    out = {}
+    out: dict[str, tuple[float, float]] = {}
+    units: dict[tuple[str, int], float] = {}
     for item in items:
         ref = item.human_scores()
         if any(s is None for s in ref):
             continue
-        oa = order_agreement([[float(s) for s in ref if s is not None]], [judged.get(item.id)])
-        out[item.id] = (oa.accuracy_2tuple, oa.accuracy_triple)
-    return out
+        shares, triples = [], []
+        for r, scores in enumerate(sets):
+            oa = order_agreement([[float(s) for s in ref if s is not None]], [scores.get(item.id)])
+            shares.append(oa.accuracy_2tuple)
+            triples.append(oa.accuracy_triple)
+            units[(item.id, r)] = oa.accuracy_triple
+        out[item.id] = (sum(shares) / len(shares), sum(triples) / len(triples))
+    return PerItem(out, units)
 
 
 def _ci(values: Sequence[float], resamples: int, seed: int) -> list[float] | None:
@@ -99,16 +134,21 @@ def _ci(values: Sequence[float], resamples: int, seed: int) -> list[float] | Non
     return [low, high]
 
 
-def _correlation_ci(entry: JSON | None) -> None:
-    from clinieval.analysis.agreement import fisher_z_ci
+def _clustered_correlations(
+    items: Sequence[JudgeItem], sets: ScoreSets, agreement: JSON, settings: AnalysisSettings
+) -> None:
+    """Each correlation's item-clustered CI and p-value (the figure itself is the estimator's),
+    the pooled figure kept beside them as ``pooled``."""
+    from clinieval.benchmarks.automedeval.agreement import correlations_clustered
 
-    if entry is None:
-        return
-    r, n = entry["r"], entry["n"]
-    try:
-        entry["ci"] = list(fisher_z_ci(r, n)) if r is not None and abs(r) < 1 else None
-    except (UndefinedStatisticError, UserError):
-        entry["ci"] = None
+    found = correlations_clustered(items, sets, resamples=settings.resamples, seed=settings.seed)
+    for name in ("spearman", "pearson"):
+        entry, clustered = agreement.get(name), found[name]
+        if entry is None or clustered is None:
+            continue
+        entry.update({k: v for k, v in clustered.items() if k not in ("r", "why_no_ci")})
+        if "why_no_ci" in clustered:
+            agreement["undefined"].append(clustered["why_no_ci"])
 
 
 def _score_table(items: Sequence[JudgeItem], scores: dict[str, list[float] | None]) -> Any:
@@ -148,6 +188,48 @@ def win_tie(items: Sequence[JudgeItem], scores: dict[str, list[float] | None]) -
     ]
 
 
+def paired_win_tie(items: Sequence[JudgeItem], sets: ScoreSets) -> JSON:
+    """Win/tie/loss per model pair by the judge and by the physicians on the same units: every
+    (item, score set) whose responses the physicians all rated and the judge scored (under
+    ``per-run``, an item counts once per run its verdict parsed, for both columns)."""
+    from clinieval.analysis.rankings import ScoreTable, pair_outcomes
+
+    humans = _human_scores(items)
+    rows_h: list[tuple[str, str, float | None]] = []
+    rows_j: list[tuple[str, str, float | None]] = []
+    scored: set[str] = set()
+    units = 0
+    for r, scores in enumerate(sets):
+        for item in items:
+            h, j = humans[item.id], scores.get(item.id)
+            if h is None or j is None:
+                continue
+            unit = f"{item.id}\x1f{r}"
+            rows_h += [(unit, m, v) for m, v in zip(item.models, h, strict=True)]
+            rows_j += [(unit, m, v) for m, v in zip(item.models, j, strict=True)]
+            scored.add(item.id)
+            units += 1
+    out: JSON = {"items": len(scored), "units": units, "physicians": [], "judge": []}
+    if units:
+        for key, rows in (("physicians", rows_h), ("judge", rows_j)):
+            out[key] = [
+                {"model": o.model, "opponent": o.opponent, **_outcome(o)}
+                for o in pair_outcomes(ScoreTable.from_rows(rows))
+            ]
+    return out
+
+
+def runs_identical(entries: Sequence[Entry]) -> bool:
+    """Two or more runs, and every item got the same scores (or the same failure) in each: a
+    deterministic judge, whose spread across runs is 0 by construction, not a measurement."""
+    if len({e.repeat for e in entries}) < 2:
+        return False
+    seen: dict[str, set[tuple[int, ...] | None]] = {}
+    for e in entries:
+        seen.setdefault(e.item, set()).add(None if e.scores is None else tuple(e.scores))
+    return all(len(v) == 1 for v in seen.values())
+
+
 def _same_models(items: Sequence[JudgeItem]) -> bool:
     return len({item.models for item in items}) == 1
 
@@ -178,33 +260,44 @@ def rationale_quality(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> J
 
 def _judge_block(
     items: Sequence[JudgeItem], run: JudgeRun, rated: bool, settings: AnalysisSettings
-) -> tuple[JSON, dict[str, tuple[float, float]]]:
-    from clinieval.benchmarks.automedeval.agreement import judge_agreement
-
+) -> tuple[JSON, PerItem]:
     _check_items(items, run)
-    judged = mean_scores(items, run.entries)
+    sets = score_sets(items, run.entries, settings.estimator)
     parsed = sum(e.scores is not None for e in run.entries)
+    order = run.summary.get("order")
     block: JSON = {
         "judge": run.name,
         "verdicts": len(run.entries),
         "parsed": parsed,
         "parse_rate": parsed / len(run.entries) if run.entries else None,
-        "items_scored": sum(v is not None for v in judged.values()),
+        "runs": len({e.repeat for e in run.entries}),
+        "runs_identical": runs_identical(run.entries),
+        "order": order,
+        "items_scored": sum(v is not None for v in mean_scores(items, run.entries).values()),
         "lookups": sum(len(e.lookups) for e in run.entries),
         "calls": run.summary.get("calls"),
     }
-    per_item: dict[str, tuple[float, float]] = {}
+    per_item = PerItem({}, {})
     if rated:
-        block["agreement"] = agreement = judge_agreement(items, judged)
-        per_item = _per_item_order(items, judged)
-        values = list(per_item.values())
+        block["agreement"] = agreement = agreement_of(items, run.entries, settings.estimator)
+        per_item = _per_item_order(items, sets)
+        values = list(per_item.items.values())
         agreement["accuracy_2tuple_ci"] = _ci([v[0] for v in values], settings.resamples, settings.seed)
         agreement["accuracy_triple_ci"] = _ci([v[1] for v in values], settings.resamples, settings.seed)
-        for name in ("spearman", "pearson"):
-            _correlation_ci(agreement.get(name))
-    if _same_models(items):
-        block["win_tie"] = win_tie(items, judged)
-    block["bias"] = judge_bias(items, run.entries)
+        _clustered_correlations(items, sets, agreement, settings)
+        if _same_models(items):
+            block["win_tie"] = paired_win_tie(items, sets)
+    elif _same_models(items):
+        means = mean_scores(items, run.entries)
+        block["win_tie"] = {
+            "items": sum(v is not None for v in means.values()),
+            "physicians": [],
+            "judge": win_tie(items, means),
+        }
+    block["bias"] = judge_bias(
+        items, run.entries, order if isinstance(order, str) else None,
+        resamples=settings.resamples, seed=settings.seed,
+    )  # fmt: skip
     block["rationale"] = rationale_quality(items, run.entries) if settings.rationale else None
     return block, per_item
 
@@ -215,16 +308,18 @@ class AnalysisSettings:
     seed: int = 0
     rationale: bool = True
     """Score rationales with BERTScore (loads a small model: a few seconds)."""
+    estimator: str = "per-run"
+    """How repeats become one figure (:data:`~clinieval.benchmarks.automedeval.judging.ESTIMATORS`):
+    per-run (the paper's) or mean-scores."""
 
 
-def _paired_test(
-    best: dict[str, tuple[float, float]], other: dict[str, tuple[float, float]], seed: int
-) -> JSON:
+def _paired_test(best_item: PerItem, other_item: PerItem, seed: int) -> JSON:
     """The other judge against the best over the items both were measured on."""
     from scipy import stats
 
     from clinieval.analysis.uncertainty import mcnemar, paired_bootstrap
 
+    best, other = best_item.items, other_item.items
     shared = sorted(set(best) & set(other))
     out: JSON = {"items": len(shared), "undefined": []}
     if len(shared) < 2:
@@ -241,8 +336,14 @@ def _paired_test(
         out["t_test"] = {"statistic": float(t.statistic), "pvalue": float(t.pvalue), "df": len(shared) - 1}
     boot = paired_bootstrap(a, b, seed=seed)
     out["difference_2tuple"] = {"mean": boot.mean_difference, "ci": [boot.ci_low, boot.ci_high]}
-    m = mcnemar([other[i][1] for i in shared], [best[i][1] for i in shared])
-    out["mcnemar_triple"] = {"b": m.b, "c": m.c, "pvalue": m.pvalue, "method": m.method}
+    units = sorted(set(best_item.units) & set(other_item.units))
+    clustered = len({u[0] for u in units}) < len(units)  # several runs per item: cluster by item
+    m = mcnemar(
+        [other_item.units[u] for u in units],
+        [best_item.units[u] for u in units],
+        clusters=[u[0] for u in units] if clustered else None,
+    )
+    out["mcnemar_triple"] = {"b": m.b, "c": m.c, "pvalue": m.pvalue, "method": m.method, "units": len(units)}
     return out
 
 
@@ -274,8 +375,10 @@ def analyze(
         "physicians": physician_reliability(items) if rated else None,
         "physician_win_tie": win_tie(items, humans) if rated and _same_models(items) else None,
         "model_means": _model_means(items, humans) if rated and _same_models(items) else None,
+        "physician_win_tie_items": sum(h is not None for h in humans.values()) if rated else 0,
         "bartscore": BARTSCORE_NOT_AVAILABLE,
-        "settings": {"resamples": settings.resamples, "seed": settings.seed},
+        "estimator": settings.estimator,
+        "settings": {"resamples": settings.resamples, "seed": settings.seed, "estimator": settings.estimator},
         "undefined": [],
         "warnings": [*warnings, *(w for r in runs if (w := r.summary.get("warning")))],
     }

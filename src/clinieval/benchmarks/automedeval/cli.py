@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -13,6 +13,24 @@ from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.benchmarks.automedeval.train_cli import train
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
+
+Order = Annotated[
+    Literal["fixed", "shuffled", "balanced"],
+    typer.Option(
+        help="the order each repeat shows the answers in: fixed (the paper's protocol: as given), "
+        "shuffled (an independent seeded draw per repeat) or balanced (a Latin square of rotations: "
+        "each answer in each position equally often; needed for position-bias figures, "
+        "--repeats 2k gives each order a same-order control)"
+    ),
+]
+Estimator = Annotated[
+    Literal["per-run", "mean-scores"],
+    typer.Option(
+        help="per-run (the paper's: each metric on each run's own verdicts, a failed reply wrong in "
+        "that run, averaged over runs with their spread) or mean-scores (each answer's mean over "
+        "the parsed repeats, then scored)"
+    ),
+]
 
 app = command_group("AutoMedEval: judge a medical judge against physicians; build its training data.")
 app.add_typer(kb_app, name="kb")
@@ -54,8 +72,10 @@ def judge(
         Path,
         typer.Option(help="folder for the verdicts (one subfolder per judge when several), cache and report"),
     ],
-    repeats: Annotated[int, typer.Option(min=1, help="judge each item N times, each in its own order")] = 3,
+    repeats: Annotated[int, typer.Option(min=1, help="judge each item N times (the paper's runs)")] = 3,
     seed: Annotated[int, typer.Option(help="seed of the response orders (and of repeat r: seed + r)")] = 0,
+    order: Order = "fixed",
+    estimator: Estimator = "per-run",
     kb_path: Annotated[
         Path | None, typer.Option("--kb", help="a `kb build` folder: turns on the knowledge completion chain")
     ] = None,
@@ -100,24 +120,31 @@ def judge(
         concurrency=concurrency,
         progress=progress,
         one_shot=one_shot,
+        order=order,
+        estimator=estimator,
     )
     options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
     models = [judge_model(spec, options) for spec in judge_models]
 
     asyncio.run(judge_all(items, models, folders, plan))
-    typer.echo(f"{len(items)} items x {repeats} repeats judged by {len(models)} judge(s)")
-    _analyze_and_write(items, folders, out, rationale=rationale)
+    typer.echo(f"{len(items)} items x {repeats} repeats ({order} order) judged by {len(models)} judge(s)")
+    _analyze_and_write(items, folders, out, rationale=rationale, estimator=estimator)
 
 
 def _analyze_and_write(
-    items: list[JudgeItem], folders: list[Path], out: Path, *, rationale: bool, resamples: int = 2000
+    items: list[JudgeItem],
+    folders: list[Path],
+    out: Path,
+    *,
+    rationale: bool,
+    resamples: int = 2000,
+    estimator: str = "per-run",
 ) -> None:
     from clinieval.benchmarks.automedeval import report
     from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, analyze, read_judge_runs
 
-    result = analyze(
-        items, read_judge_runs(folders), AnalysisSettings(resamples=resamples, rationale=rationale)
-    )
+    settings = AnalysisSettings(resamples=resamples, rationale=rationale, estimator=estimator)
+    result = analyze(items, read_judge_runs(folders), settings)
     paths = report.write(result, out)
     for w in result["warnings"]:
         typer.echo(f"warning: {w}", err=True)
@@ -135,11 +162,14 @@ def analyze(
     rationale: Annotated[
         bool, typer.Option(help="score rationales against reference rationales with BERTScore")
     ] = True,
+    estimator: Estimator = "per-run",
 ) -> None:
     """Compare judges' verdicts with the physicians' ratings, side by side, with CIs and paired tests."""
     from clinieval.benchmarks.automedeval.data import load_set
 
-    _analyze_and_write(load_set(judge_set_path), folders, out, rationale=rationale, resamples=resamples)
+    _analyze_and_write(
+        load_set(judge_set_path), folders, out, rationale=rationale, resamples=resamples, estimator=estimator
+    )
 
 
 @app.command()
@@ -152,7 +182,7 @@ def demo(
         typer.Option("--judge", help="judges (default: both embedded models and baseline:overlap)"),
     ] = None,
     items: Annotated[int, typer.Option(min=2, help="synthetic items")] = 12,
-    repeats: Annotated[int, typer.Option(min=1, help="repeats per item, each in its own order")] = 2,
+    repeats: Annotated[int, typer.Option(min=1, help="repeats per item (runs), in the given order")] = 2,
     seed: Annotated[int, typer.Option(help="seed of the set and of the orders")] = 0,
     progress: ShowProgress = True,
 ) -> None:

@@ -1,5 +1,11 @@
-"""Judging a set: every item, ``repeats`` times, each repeat in its own seeded response order,
-through the request cache, with the knowledge completion chain when a knowledge base is given.
+"""Judging a set: every item, ``repeats`` times, in the order design asked for, through the
+request cache, with the knowledge completion chain when a knowledge base is given.
+
+The order design (:func:`shown_order`): ``fixed``, the paper's protocol and the default (every
+repeat shows the responses in their given order); ``shuffled`` (each repeat an independent seeded
+permutation); ``balanced`` (counterbalanced: repeat r shows the item's seeded base order rotated by
+r, a Latin square, so over k repeats each response is shown in each position once). Position bias
+can only be measured under the last two (:mod:`bias`).
 
 Each (item, repeat) is one or more judge calls: the prompt with the responses in the repeat's
 order (each cut to 1,000 characters); while the reply asks a ``[Question]`` and fewer than 3
@@ -8,12 +14,18 @@ scores, which are mapped back to the original order. Every call goes through the
 cache (distinct per repeat, seed + repeat), so a killed pass resumes without asking again, and a
 second pass asks nothing. The verdicts (one line per item and repeat: order shown, scores, the
 rationale, every lookup, or why the reply was unparsed) and a summary (parse rate, calls and tokens,
-agreement with physicians when the set has ratings, the bias rates) are written at the end,
-atomically.
+the order design, agreement with physicians when the set has ratings, the bias figures) are
+written at the end, atomically.
+
+Repeat r is the paper's run r. The default estimator (``per-run``, the paper's) computes every
+agreement metric on each run's own verdicts, a failed reply counting its pairs wrong in that run,
+and averages the runs (with their spread); ``mean-scores`` averages each response's score over the
+parsed repeats first and scores the means (more flattering: means rarely tie).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +60,34 @@ from clinieval.types import GenerationConfig, Message
 JSON = dict[str, Any]
 
 JUDGE_GENERATION = GenerationConfig(temperature=0.0, max_tokens=512, seed=0)
+
+ORDERS = ("fixed", "shuffled", "balanced")
+"""The order designs; ``fixed`` (the paper's protocol) is the default."""
+
+ESTIMATORS = ("per-run", "mean-scores")
+"""How repeats become one figure; ``per-run`` (the paper's) is the default."""
+
+
+def shown_order(order: str, seed: int, item_id: str, repeat: int, k: int) -> tuple[int, ...]:
+    """The order one repeat shows an item's k responses in (``shown[i]`` = the original index
+    shown as Doctor i+1), under the design ``order``:
+
+    * ``fixed``: the given order, every repeat (the paper's protocol);
+    * ``shuffled``: an independent seeded permutation per repeat
+      (:func:`~clinieval.benchmarks.automedeval.verdict.permutation`);
+    * ``balanced``: the item's seeded base order rotated by the repeat, so k consecutive repeats
+      form a Latin square (each response in each position once) and repeat r + k repeats repeat
+      r's order (the same-order control of swap consistency).
+    """
+    if order == "fixed":
+        return tuple(range(k))
+    if order == "shuffled":
+        return permutation(seed, item_id, repeat, k)
+    if order == "balanced":
+        base = list(range(k))
+        random.Random(f"automedeval-balanced:{seed}:{item_id}").shuffle(base)
+        return tuple(base[(repeat + i) % k] for i in range(k))
+    raise ValueError(f"unknown order design {order!r}; use one of {', '.join(ORDERS)}")
 
 
 @dataclass
@@ -138,7 +178,7 @@ async def ask_with_knowledge(
 async def _judge_unit(
     item: JudgeItem, repeat: int, calls: CachedCalls, tally: CallTally, plan: JudgePlan
 ) -> Entry:
-    shown = permutation(plan.seed, item.id, repeat, len(item.responses))
+    shown = shown_order(plan.order, plan.seed, item.id, repeat, len(item.responses))
     cuts = [cut_response(item.responses[j].text) for j in shown]
     entry = Entry(item.id, repeat, shown, [c.cut for c in cuts])
     config = replace(plan.generation, seed=(plan.generation.seed or 0) + repeat)
@@ -174,6 +214,16 @@ class JudgePlan:
     progress: bool = True
     one_shot: bool = False
     """Show the worked example (:data:`prompts.EXAMPLE`) first: for judges not trained on the format."""
+    order: str = "fixed"
+    """The order design (:data:`ORDERS`, :func:`shown_order`); fixed is the paper's protocol."""
+    estimator: str = "per-run"
+    """How the summary's agreement combines the repeats (:data:`ESTIMATORS`)."""
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise UserError(f"unknown order design {self.order!r}; use one of {', '.join(ORDERS)}")
+        if self.estimator not in ESTIMATORS:
+            raise UserError(f"unknown estimator {self.estimator!r}; use one of {', '.join(ESTIMATORS)}")
 
 
 async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: JudgePlan) -> list[Entry]:
@@ -198,7 +248,7 @@ async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: J
     done = [entries[u] for u in units]
     atomic_write_jsonl(out / "verdicts.jsonl", (e.to_dict() for e in done))
     atomic_write_json(
-        out / "summary.json", summarize(items, done, judge, tally, time.perf_counter() - started)
+        out / "summary.json", summarize(items, done, judge, tally, time.perf_counter() - started, plan)
     )
     return done
 
@@ -249,24 +299,70 @@ def mean_scores(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> dict[st
     return out
 
 
-def judge_bias(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> JSON:
-    """The position and length bias rates of a judge's verdicts (:mod:`bias`), per item's repeats."""
+def run_scores(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> list[dict[str, list[float] | None]]:
+    """Each run's own verdicts (run r = repeat r, for every repeat any item has): item id -> the
+    scores in the item's order, or None where that run's reply failed or is missing."""
+    runs = sorted({e.repeat for e in entries})
+    found = {(e.item, e.repeat): e.scores for e in entries}
+    out = []
+    for r in runs:
+        run: dict[str, list[float] | None] = {}
+        for item in items:
+            scores = found.get((item.id, r))
+            run[item.id] = None if scores is None else [float(s) for s in scores]
+        out.append(run)
+    return out
+
+
+def agreement_of(items: Sequence[JudgeItem], entries: Sequence[Entry], estimator: str = "per-run") -> JSON:
+    """A judge's agreement with the physicians under ``estimator`` (:data:`ESTIMATORS`):
+    ``per-run`` averages the metrics of each run's own verdicts (with their spread);
+    ``mean-scores`` scores each response's mean over its parsed repeats."""
+    from clinieval.benchmarks.automedeval.agreement import judge_agreement, per_run_agreement
+
+    if estimator == "per-run":
+        return per_run_agreement(items, run_scores(items, entries))
+    if estimator == "mean-scores":
+        return {"estimator": "mean-scores", **judge_agreement(items, mean_scores(items, entries))}
+    raise UserError(f"unknown estimator {estimator!r}; use one of {', '.join(ESTIMATORS)}")
+
+
+def judge_bias(
+    items: Sequence[JudgeItem],
+    entries: Sequence[Entry],
+    order: str | None = None,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> JSON:
+    """The position and length bias figures of a judge's verdicts (:mod:`bias`), per item's
+    repeats, under the run's order design (None: inferred from the orders shown)."""
     from clinieval.benchmarks.automedeval.bias import Judged, bias_report
 
     grouped = by_item(entries)
-    return bias_report([
-        ([Judged(e.shown, None if e.scores is None else tuple(map(float, e.scores)))
-          for e in grouped.get(x.id, [])], [len(r.text) for r in x.responses])
-        for x in items
-    ])  # fmt: skip
+    humans = [x.human_scores() for x in items]
+    return bias_report(
+        [
+            ([Judged(e.shown, None if e.scores is None else tuple(map(float, e.scores)))
+              for e in grouped.get(x.id, [])], [len(r.text) for r in x.responses],
+             None if any(h is None for h in human) else [float(h) for h in human if h is not None])
+            for x, human in zip(items, humans, strict=True)
+        ],
+        order=order, resamples=resamples, seed=seed,
+    )  # fmt: skip
 
 
 def summarize(
-    items: Sequence[JudgeItem], entries: Sequence[Entry], judge: Model, tally: CallTally, seconds: float
+    items: Sequence[JudgeItem],
+    entries: Sequence[Entry],
+    judge: Model,
+    tally: CallTally,
+    seconds: float,
+    plan: JudgePlan | None = None,
 ) -> JSON:
-    from clinieval.benchmarks.automedeval.agreement import judge_agreement
     from clinieval.judge.run import tiny_judge_warning
 
+    plan = plan or JudgePlan()
     parsed = sum(e.scores is not None for e in entries)
     rated = any(r.ratings for item in items for r in item.responses)
     return {
@@ -281,6 +377,7 @@ def summarize(
         "calls": {"requests": tally.requests, "cache_hits": tally.cache_hits,
                   "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
         "seconds": round(seconds, 3),
-        "agreement": judge_agreement(items, mean_scores(items, entries)) if rated else None,
-        "bias": judge_bias(items, entries),
+        "order": plan.order,
+        "agreement": agreement_of(items, entries, plan.estimator) if rated else None,
+        "bias": judge_bias(items, entries, plan.order, seed=plan.seed),
     }  # fmt: skip
