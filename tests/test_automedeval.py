@@ -126,7 +126,13 @@ def test_bad_csv_rows_and_files(tmp_path: Path) -> None:
             "Analyze: Step 1: ...\nScore: Doctor 1: 4 points. Doctor 2: 2 points. Doctor 3: 5 points.",
             [4, 2, 5],
         ),
-        ("Doctor 1: 3 Doctor 2: 3 Doctor 3: 1 and later Doctor 3: 5", [3, 3, 1]),  # the first k count
+        ("Doctor 1: 3 Doctor 2: 3 Doctor 3: 1", [3, 3, 1]),  # a reply that is only the verdict
+        # only the final Score: block is read: not the analysis, not a verdict corrected later
+        ("Analyze: Doctor 1: 2 tablets.\nScore: Doctor 1: 3 Doctor 2: 3 Doctor 3: 1", [3, 3, 1]),
+        (
+            "Score: Doctor 1: 5 Doctor 2: 3 Doctor 3: 1. No: Score: Doctor 1: 4 Doctor 2: 3 Doctor 3: 1",
+            [4, 3, 1],
+        ),
     ],
 )
 def test_the_papers_score_format_is_read(reply: str, scores: list[int]) -> None:
@@ -139,9 +145,13 @@ def test_the_papers_score_format_is_read(reply: str, scores: list[int]) -> None:
         ("Score: Doctor 1: 4 points. Doctor 3: 2 points. Doctor 2: 5 points.", "score 2 is for Doctor 3"),
         ("Score: Doctor 1: 4 points. Doctor 2: 2 points.", "2 'Doctor N: S' scores found; 3 expected"),
         ("Doctor 1: 4, Doctor 2: 0, Doctor 3: 5", "Doctor 2: 0 is outside 1-5"),
-        ("I would rate them 4, 2 and 5.", "0 'Doctor N: S' scores found"),
-        # the paper's regex would read "10" as 1: here it does not match, leaving two scores
-        ("Doctor 1: 10 points. Doctor 2: 3. Doctor 3: 4.", "2 .Doctor N: S. scores found; 3 expected"),
+        ("I would rate them 4, 2 and 5.", "no 'Score: Doctor 1: S ...' verdict"),
+        # the paper's regex would read "10" as 1
+        ("Doctor 1: 10 points. Doctor 2: 3. Doctor 3: 4.", "Doctor 1: 10 is outside 1-5"),
+        # the paper's rule read the first k anywhere: here no Score: line means no verdict, and a
+        # doctor scored twice with different values in the final block is unparsed
+        ("Doctor 1: 3 Doctor 2: 3 Doctor 3: 1 and later Doctor 3: 5", "no 'Score: Doctor 1: S ...' verdict"),
+        ("Score: Doctor 1: 3 Doctor 2: 3 Doctor 3: 1 and later Doctor 3: 5", "Doctor 3 is given 1 and 5"),
     ],
 )
 def test_anything_else_is_unparsed_never_a_score(reply: str, why: str) -> None:

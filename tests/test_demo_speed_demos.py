@@ -16,10 +16,11 @@ def test_the_automedeval_demo_stop_cuts_only_an_invented_next_item() -> None:
         "\n\n[Patient Question]\nI have a fever and a cough. What should I do?\n\n[Reference Answer]\n"
         "Rest.\n\n[Doctors' Answers]\nDoctor 1: rest.\nScore: Doctor 1: 1 points. Doctor 2: 1 points."
     )
-    reply = EXAMPLE_REPLY + invented
+    verdict = EXAMPLE_REPLY.replace("Doctor 1: 5 points", "Doctor 1: 4 points")  # its own, not a copy
+    reply = verdict + invented
     cut = reply.split(DEMO_STOP[0])[0]
-    assert cut.rstrip() == EXAMPLE_REPLY
-    assert parse_scores(cut, 3) == parse_scores(reply, 3) == [5, 3, 1]
+    assert cut.rstrip() == verdict
+    assert parse_scores(cut, 3) == parse_scores(reply, 3) == [4, 3, 1]
     assert rationale(cut) == rationale(reply)
 
 

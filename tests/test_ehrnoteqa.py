@@ -251,7 +251,7 @@ CHOICE_REPLIES = [
     ("", None),
     ("   ", None),
     ("I cannot determine this.", None),
-    ("Verdict: yes\nVerdict: no", None),
+    ("Verdict: yes\nVerdict: no", 0.0),  # the last verdict line: the judge corrected itself
     ("The model is partially correct", None),
 ]
 

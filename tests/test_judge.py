@@ -118,7 +118,7 @@ YES_NO: list[tuple[str, bool | None]] = [
     ('"No"', False),
     ("Answer: no", False),
     ("The model output matches the correct choice.\n\nyes", True),
-    ("Verdict: yes\nFinal answer: no", None),
+    ("Verdict: yes\nFinal answer: no", False),  # the last verdict line: the judge corrected itself
     ("There is no match between them.", None),
     ("Nope", None),
     ("", None),
@@ -577,7 +577,7 @@ def test_yes_no_mixed_and_hedged(text: str, expected: bool | None) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Score: 1\nReasoning: right.\nScore: 0", None),  # conflicting verdicts
+        ("Score: 1\nReasoning: right.\nScore: 0", 0.0),  # the last Score: line: a corrected verdict
         ("Score: 1\nReasoning: right.\nScore: 1", 1.0),
         ("Score 1 if the model's answer is correct", None),  # the instruction, not a verdict
         ("Reasoning: it is wrong.\nScore: 0", 0.0),

@@ -4,8 +4,9 @@ The benchmarks' rubrics need what their loaders put in a sample (MedAlign's inst
 record, EHRNoteQA's answer letter); a user's own JSONL task has only a question, maybe options,
 and ``target``/``targets``. This rubric asks a yes/no question a capable judge answers reliably
 ("does the answer state what the reference states?") and reads nothing but the verdict: the reply
-must carry a ``Verdict: yes|no`` line (or be only "yes" or "no"). A number, or a "no" in the
-reason, is never a verdict, so a rationale cannot change the score.
+must carry a ``Verdict: yes|no`` line (or be only "yes" or "no"); its last one is the verdict
+(:mod:`clinieval.judge.verdict`). A number, or a "no" in the reason, is never a verdict, so a
+rationale cannot change the score.
 
 The judge is not shown the sample's context: correctness against a reference does not need the
 record, and leaving it out keeps the prompt short enough for small local judges.
@@ -13,11 +14,11 @@ record, and leaving it out keeps the prompt short enough for small local judges.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from clinieval.errors import UserError
-from clinieval.judge.rubric import Verdict, VerdictParseError, labelled_text, parse_yes_no
+from clinieval.judge.rubric import Verdict
+from clinieval.judge.verdict import label_line, section, yes_no_verdict
 from clinieval.records import SampleRecord
 from clinieval.scoring.choices import option_lines
 from clinieval.types import Message
@@ -42,8 +43,7 @@ Reply in exactly this format:
 Verdict: <yes or no>
 Reason: <one sentence>"""
 
-_VERDICT_LINE = re.compile(r"(?im)^[^\w\n]*verdict[*_`]*\s*[:\-]\s*(.*)$")
-_BARE_VERDICT = re.compile(r"\W*(yes|no)\W*", re.IGNORECASE)
+_VERDICT_LINE = label_line("verdict")
 
 
 def _quoted(text: str) -> str:
@@ -73,24 +73,14 @@ def _options(record: SampleRecord) -> str:
 
 
 def parse_verdict_line(text: str) -> bool:
-    """The yes/no on the reply's ``Verdict:`` line(s), or a reply that is only "yes" or "no".
+    """The yes/no on the reply's last ``Verdict:`` line, or a reply that is only "yes" or "no".
 
-    Nothing else is read: not the reason, not a number, not a yes or no elsewhere in the text.
-    Verdict lines that disagree, a hedge ("yes or no", an echo of the format) and a reply without
-    a verdict line are failures, never a guess.
+    Nothing else is read: not the reason, not a number, not a yes or no elsewhere in the text, not
+    an earlier verdict line (the format echoed, a verdict the judge corrected). A verdict line
+    that says both, a hedge ("yes or no", the format echoed) and a reply without a verdict line
+    are failures, never a guess.
     """
-    if not text.strip():
-        raise VerdictParseError("empty judge output")
-    lines = [m.group(1) for m in _VERDICT_LINE.finditer(text)]
-    if not lines:
-        bare = _BARE_VERDICT.fullmatch(text.strip())
-        if bare is None:
-            raise VerdictParseError("no 'Verdict: yes|no' line in the output")
-        return bare.group(1).lower() == "yes"
-    verdicts = {parse_yes_no(line) for line in lines}
-    if len(verdicts) > 1:
-        raise VerdictParseError("the verdict lines disagree")
-    return verdicts.pop()
+    return yes_no_verdict(text, "verdict", unlabelled=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +105,10 @@ class ReferenceRubric:
 
     def parse(self, text: str) -> Verdict:
         correct = parse_verdict_line(text)
-        return Verdict({"correct": 1.0 if correct else 0.0}, rationale=labelled_text(text, "Reason"))
+        # the Reason: that goes with the final verdict: the last one, up to a later Verdict: line
+        return Verdict(
+            {"correct": 1.0 if correct else 0.0}, rationale=section(text, "Reason", stop=_VERDICT_LINE)
+        )
 
 
 __all__ = ["PROMPT", "ReferenceRubric", "parse_verdict_line"]

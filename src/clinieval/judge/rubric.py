@@ -3,32 +3,33 @@
 A rubric is the prompt for one recorded answer plus the parser for the judge's reply; MedAlign's
 clinician criteria, EHRNoteQA's yes/no judge and AutoMedEval-style 1-5 scores are all rubrics.
 The parsers here (JSON objects in prose, yes/no, labelled scores, labelled sections) are the
-building blocks rubrics compose. Every one raises :class:`VerdictParseError` on a reply it cannot
-read, which :func:`clinieval.judge.run.judge_run` records as unscored, never as "no" or 0.
+building blocks rubrics compose; each reads only the reply's final verdict block, the principle
+:mod:`clinieval.judge.verdict` states. Every one raises :class:`VerdictParseError` (with a typed
+``reason``) on a reply it cannot read, which :func:`clinieval.judge.run.judge_run` records as
+unscored, never as "no" or 0.
 
 Nothing here calls a model or touches a run directory: that is :mod:`clinieval.judge.run`.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from clinieval.judge.verdict import (
+    VerdictParseError,
+    check_range,
+    final_json_object,
+    json_field,
+    read_number,
+    score_verdict,
+    yes_no_verdict,
+)
 from clinieval.records import SampleRecord
 from clinieval.types import Message
-
-
-class VerdictParseError(ValueError):
-    """The judge's reply could not be read as a verdict.
-
-    Not a UserError: nothing the user typed is wrong. judge_run records the repeat as unscored
-    with this message, so an unreadable reply is counted, never read as "no".
-    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,94 +63,20 @@ class Rubric(Protocol):
 
 
 # --------------------------------------------------------------------------------------------
-# Parsers rubrics compose
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``start``; braces inside quoted strings are skipped."""
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
-
-
-def _balanced_objects(text: str) -> Iterator[str]:
-    """Every balanced ``{...}`` span in reading order (an enclosing span before those inside it)."""
-    start = text.find("{")
-    while start != -1:
-        end = _matching_brace(text, start)
-        if end is not None:
-            yield text[start : end + 1]
-        start = text.find("{", start + 1)
-
-
-def _as_mapping(span: str) -> dict[str, Any] | None:
-    """A span read as a JSON object, or as a Python dict literal (single quotes, True/False)."""
-    try:
-        value = json.loads(span, strict=False)  # strict=False: raw newlines inside strings
-    except (ValueError, RecursionError):  # not JSON, an integer over 4,300 digits, or nested too deep
-        if len(span) > 20_000:
-            return None
-        try:
-            value = ast.literal_eval(span)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
-            return None
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        return None
-    return value
-
-
-def _norm_key(key: str) -> str:
-    return key.strip().lower()
+# Parsers rubrics compose: every one reads only the reply's final verdict block
+# (:mod:`clinieval.judge.verdict` states the principle and holds the readers).
 
 
 def extract_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]:
-    """The first object in ``text`` that parses and has every ``required`` key (any case).
+    """The reply's final verdict object: the last object that has every ``required`` key (any
+    case), not one nested in another (:func:`clinieval.judge.verdict.final_json_object`).
 
     Judges wrap JSON in ```json fences, prose before and after, or echo the requested format
-    first; scanning every balanced ``{...}`` in order and taking the first complete one reads all
-    of these. A Python-style dict (single quotes, True/False) is accepted as well.
+    first (not JSON, so never read); a verdict corrected by a later object is not read, and a key
+    given twice with different values is unparsed. A Python-style dict (single quotes,
+    True/False) is accepted as well.
     """
-    if not text.strip():
-        raise VerdictParseError("empty judge output")
-    wanted = {_norm_key(k) for k in required}
-    found_any = False
-    for span in _balanced_objects(text):
-        obj = _as_mapping(span)
-        if obj is None:
-            continue
-        found_any = True
-        if wanted <= {_norm_key(k) for k in obj}:
-            return obj
-    if not found_any:
-        raise VerdictParseError("no JSON object in the output")
-    raise VerdictParseError(f"no JSON object with all of {', '.join(required)}")
-
-
-def json_field(obj: Mapping[str, Any], name: str) -> Any:
-    """``obj[name]`` matched case-insensitively; VerdictParseError when absent."""
-    wanted = _norm_key(name)
-    for key, value in obj.items():
-        if _norm_key(key) == wanted:
-            return value
-    raise VerdictParseError(f"missing field {name!r}")
+    return final_json_object(text, required)
 
 
 _TRUE = frozenset({"true", "yes", "y", "1"})
@@ -168,27 +95,14 @@ def as_bool(value: Any, name: str) -> bool:
             return True
         if word in _FALSE:
             return False
-    raise VerdictParseError(f"field {name!r} is not true/false: {str(value)[:40]!r}")
-
-
-_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?\s*$")
-
-
-def check_range(value: float, low: float, high: float, name: str, *, integral: bool = True) -> float:
-    """``value`` if it lies in [low, high] (and is whole when ``integral``); never clipped."""
-    if not math.isfinite(value):
-        raise VerdictParseError(f"{name} is not a finite number")
-    if integral and value != int(value):
-        raise VerdictParseError(f"{name} {value:g} is not a whole number")
-    if not low <= value <= high:
-        raise VerdictParseError(f"{name} {value:g} is outside {low:g}-{high:g}")
-    return float(value)
+    raise VerdictParseError(f"field {name!r} is not true/false: {str(value)[:40]!r}", "not_a_verdict")
 
 
 def as_score(value: Any, low: float, high: float, name: str, *, integral: bool = True) -> float:
-    """A numeric verdict field: a number, or a string such as ``"4"`` or ``"4/5"``, in range."""
+    """A numeric verdict field: a number, or a string such as ``"4"`` or ``"4/5"``, in range; a
+    decimal, a range (``"3-4"``) and a fraction of another scale are unparsed with their reason."""
     if isinstance(value, bool):
-        raise VerdictParseError(f"field {name!r} is a boolean, not a score")
+        raise VerdictParseError(f"field {name!r} is a boolean, not a score", "not_a_verdict")
     if isinstance(value, int | float):
         try:
             number = float(value)
@@ -196,122 +110,36 @@ def as_score(value: Any, low: float, high: float, name: str, *, integral: bool =
             number = math.inf
         return check_range(number, low, high, name, integral=integral)
     if isinstance(value, str):
-        m = _NUMBER.match(value)
-        if m:
-            if m.group(2) is not None and float(m.group(2)) != high:
-                raise VerdictParseError(f"{name} {value.strip()!r} is not out of {high:g}")
-            return check_range(float(m.group(1)), low, high, name, integral=integral)
-    raise VerdictParseError(f"field {name!r} is not a number: {str(value)[:40]!r}")
-
-
-_MARKUP = re.compile(r"[*_`#>\"']+")
-_VERDICT_LABEL = re.compile(
-    r"^\s*(?:final\s+)?(?:answer|verdict|conclusion|judg(?:e)?ment|decision|response)\s*[:\-]\s*(.*)$",
-    re.IGNORECASE,
-)
-_FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
-
-
-_NOT_A_VERDICT = re.compile(
-    r"^(?:no\s+(?:doubt|way|one|matter|longer|problem|question|wonder|need|worries|more|less)"
-    r"|yes\s+and|no\s+and|yes\s+or|no\s+or)\b",
-    re.IGNORECASE,
-)
-_HEDGE = re.compile(r"\b(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", re.IGNORECASE)
-_FINAL_WORD = re.compile(r"(?<![\w\"'“”‘’])(yes|no)[.!]?\s*$", re.IGNORECASE)
-
-
-def _yes_no_word(text: str) -> bool | None:
-    """The verdict a reply opens with: ``Yes.``, ``no, because …`` — not ``No doubt, …``."""
-    bare = _MARKUP.sub("", text).lstrip()
-    if _NOT_A_VERDICT.match(bare):
-        return None
-    m = _FIRST_WORD.match(bare)
-    if m is None:
-        return None
-    word = m.group(1).lower()
-    return True if word == "yes" else False if word == "no" else None
+        read = read_number(value, 0, low, high, name, integral=integral)
+        if read is not None and not value[read.end :].strip():
+            return read.value
+    raise VerdictParseError(f"field {name!r} is not a number: {str(value)[:40]!r}", "not_a_verdict")
 
 
 def parse_yes_no(text: str) -> bool:
     """A yes/no verdict: ``Yes.``, ``no, because …``, ``**Yes**``, ``Answer: no`` and the like.
 
-    Read only where a verdict stands: the reply's first word (not an idiom such as "No doubt"),
-    a labelled line (``Verdict: yes``), a line that is only yes or no, or an unquoted final word.
-    A "no" inside a sentence or in quotes (an echoed instruction such as 'respond "yes" or "no"')
-    is never read; a hedge ("yes and no") or replies whose verdicts disagree are a parse failure
-    rather than a guess.
+    The final verdict block is read: the reply's last labelled line that holds a yes or no
+    (``Verdict: yes``, ``Final answer: no``; an earlier one, corrected or an echoed format, is
+    not read). Without one the whole reply is the block: its first word (not an idiom such as
+    "No doubt"), a line that is only yes or no and an unquoted final word must agree. A "no"
+    inside a sentence or in quotes is never read; a hedge ("yes and no") or a block that says
+    both is a parse failure rather than a guess.
     """
-    if not text.strip():
-        raise VerdictParseError("empty judge output")
-    if _HEDGE.search(_MARKUP.sub("", text)):
-        raise VerdictParseError("the output hedges between yes and no")
-    found: set[bool] = set()
-    first = _yes_no_word(text)
-    if first is not None:
-        found.add(first)
-    for line in text.splitlines():
-        m = _VERDICT_LABEL.match(_MARKUP.sub("", line))
-        candidate = m.group(1) if m else line
-        if m or re.fullmatch(r"\W*(yes|no)\W*", candidate, re.IGNORECASE):
-            verdict = _yes_no_word(candidate)
-            if verdict is not None:
-                found.add(verdict)
-    final = _FINAL_WORD.search(text.rstrip())
-    if final is not None:
-        found.add(final.group(1).lower() == "yes")
-    if len(found) == 1:
-        return found.pop()
-    if found:
-        raise VerdictParseError("the output says both yes and no")
-    raise VerdictParseError("no yes/no verdict in the output")
-
-
-_SCORE_ANCHORED = (
-    r"(?im)^[^\w\n]*{label}[*_`]*\s*(?:[:=]|is\b)\s*[*_`]*\s*"
-    r"(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?"
-)
-_SCORE_INLINE = (
-    r"(?i)\b{label}[*_`]*\s*[:=]\s*[*_`]*\s*(-?\d+(?:\.\d+)?)(?:\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?))?"
-)
-_FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
-
-
-def _one_value(matches: list[re.Match[str]], label: str) -> re.Match[str] | None:
-    """The verdict the matches agree on; a parse failure when they disagree."""
-    if not matches:
-        return None
-    values = {(float(m.group(1)), None if m.group(2) is None else float(m.group(2))) for m in matches}
-    if len(values) > 1:
-        shown = ", ".join(repr(m.group(0).strip()) for m in matches[:3])
-        raise VerdictParseError(f"the output gives different {label}s ({shown})")
-    return matches[-1]
+    return yes_no_verdict(text)
 
 
 def parse_score(text: str, low: float, high: float, *, label: str = "score", integral: bool = True) -> float:
     """A numeric verdict: ``Score: 4``, ``score = 3/5``, ``4 out of 5`` or ``4/5``, in range.
 
-    Read where the format puts it: a ``Score:`` line first, then ``score: N`` inside a line, then
-    a bare fraction. A number that merely follows the word (an echoed instruction such as
-    "Score 1 if the answer is correct") is not a verdict; verdicts that disagree, a fraction out
-    of anything but ``high`` and a value outside [low, high] are parse failures (a 7 on a 1-5
-    scale is a misread, not a 5).
+    Read where the format puts it: the last ``Score:`` line (an echoed format or a corrected
+    verdict before it is not read), else the last ``score: N`` inside a line, else the reply's one
+    fraction. A number that merely follows the word (an echoed instruction such as "Score 1 if
+    the answer is correct") is not a verdict; a decimal, a range (``3-4``), a fraction out of
+    anything but ``high`` and a value outside [low, high] are parse failures (a 7 on a 1-5 scale
+    is a misread, not a 5).
     """
-    if not text.strip():
-        raise VerdictParseError("empty judge output")
-    m = None
-    name = re.escape(label)
-    for pattern in (_SCORE_ANCHORED.format(label=name), _SCORE_INLINE.format(label=name)):
-        m = _one_value(list(re.finditer(pattern, text)), label)
-        if m is not None:
-            break
-    if m is None:
-        m = _one_value(list(_FRACTION.finditer(text)), label)
-        if m is None:
-            raise VerdictParseError(f"no {label} in the output")
-    if m.group(2) is not None and float(m.group(2)) != high:
-        raise VerdictParseError(f"{label} {m.group(0).strip()!r} is not out of {high:g}")
-    return check_range(float(m.group(1)), low, high, label, integral=integral)
+    return score_verdict(text, low, high, label=label, integral=integral)
 
 
 def strip_echo(reply: str, prompt: str) -> str:

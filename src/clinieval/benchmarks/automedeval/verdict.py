@@ -3,9 +3,16 @@
 The judge writes a rationale, then ``Score: Doctor 1: X points. Doctor 2: Y points. ...``. The
 paper's public code reads it with the regex ``Doctor (\\d): (\\d)`` and accepts the reply only when
 the first k matches are Doctor 1..k in that order; anything else is a parse failure, which here is
-an unscored, counted verdict, never a score. Two additions, both making a misread impossible: a
-score outside 1-5 (the regex would take ``Doctor 1: 7``) is a parse failure, and a score digit
-followed by another digit does not match (the regex would read ``Doctor 1: 10`` as 1).
+an unscored, counted verdict, never a score. That rule is applied where the verdict stands, as for
+every judge in the package (:mod:`clinieval.judge.verdict`): within the reply's final verdict
+block, after its *last* ``Score:``. So "Doctor 1: 3 key facts" in the analysis, an answer quoted
+("Doctor 1: 2 tablets daily"), the worked example of the one-shot prompt echoed, or a verdict the
+judge then corrects is never read. In the block, a doctor scored twice with different values, a
+missing or an extra doctor, a decimal (``3.5``, which the regex reads as 3), a range (``3-4``), a
+score outside 1-5 (the regex would take ``Doctor 1: 7``) and ``Doctor 1: 10`` (which it reads as 1)
+are unparsed with their reason. Full-width colons, markdown, any case, ``point``/``/5`` are fine.
+A new ``[Patient Question]`` after a verdict starts an item the judge invented: the reply ends
+there. The rationale is what precedes the block (for a verdict written first, what follows it).
 
 Each response is cut to 1,000 characters before judging, as in the paper, and the cut is recorded.
 The paper does not control position bias; here each repeat may show the responses in a seeded
@@ -20,12 +27,27 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
 from clinieval.benchmarks.automedeval.records import SCORE_RANGE
-from clinieval.judge.rubric import VerdictParseError
+from clinieval.judge.verdict import NumberedFormat, locate_numbered, numbered_scores
 
 RESPONSE_CHARS = 1000
 """Each response is cut to this many characters before judging (the paper's limit)."""
 
+FORMAT = NumberedFormat(
+    item="Doctor",
+    marker="Score",
+    low=SCORE_RANGE[0],
+    high=SCORE_RANGE[1],
+    echoes=(EXAMPLE_REPLY,),
+    next_item=r"\[Patient Question\]",
+)
+"""The verdict block's format: ``Score: Doctor N: S points. ...``; a verbatim copy of the one-shot
+example's reply is an echo, never this item's verdict; ``[Patient Question]`` after a verdict
+starts an invented item."""
+
+# The paper's regex and a Score: label, kept for build.curriculum, which places revision lines
+# before the score line; reading a verdict goes through FORMAT, never through these.
 _DOCTOR = re.compile(r"Doctor (\d): (\d)(?!\d)")
 _SCORE_LINE = re.compile(r"\bScore\s*:", re.IGNORECASE)
 
@@ -47,25 +69,16 @@ def cut_response(text: str, limit: int = RESPONSE_CHARS) -> Cut:
 
 
 def parse_scores(reply: str, k: int) -> list[int]:
-    """The k scores, Doctor 1..k in order (the paper's rule), each 1-5; else VerdictParseError."""
-    found = _DOCTOR.findall(reply)
-    if len(found) < k:
-        raise VerdictParseError(f"{len(found)} 'Doctor N: S' scores found; {k} expected")
-    scores = []
-    for position, (doctor, value) in enumerate(found[:k], 1):
-        if int(doctor) != position:
-            raise VerdictParseError(f"score {position} is for Doctor {doctor}, not Doctor {position}")
-        low, high = SCORE_RANGE
-        if not low <= int(value) <= high:
-            raise VerdictParseError(f"Doctor {doctor}: {value} is outside {low}-{high}")
-        scores.append(int(value))
-    return scores
+    """The k scores of the reply's final ``Score:`` block, Doctor 1..k in order (the paper's rule),
+    each 1-5; else VerdictParseError with its reason."""
+    return numbered_scores(reply, k, FORMAT)
 
 
-def rationale(reply: str) -> str:
-    """The judge's analysis: the reply up to its ``Score:`` line (the whole reply if it has none)."""
-    m = _SCORE_LINE.search(reply)
-    return (reply[: m.start()] if m else reply).strip()
+def rationale(reply: str, k: int = 3) -> str:
+    """The judge's analysis: the reply before its final ``Score:`` block (for a verdict written
+    first, what follows it; the whole reply if it has no verdict block)."""
+    reading = locate_numbered(reply, k, FORMAT)
+    return reply.strip() if reading is None else reading.rationale
 
 
 def permutation(seed: int, item_id: str, repeat: int, k: int) -> tuple[int, ...]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clinieval.errors import UserError
-from clinieval.judge.rubric import Verdict, labelled_text, parse_score, parse_yes_no
+from clinieval.judge.rubric import Verdict, parse_score, parse_yes_no
+from clinieval.judge.verdict import score_marker, section
 from clinieval.records import SampleRecord
 from clinieval.scoring.choices import read_letter
 from clinieval.scoring.scorers import Needs, failed_score, generated_output
@@ -194,6 +195,7 @@ class ChoiceJudgeRubric:
         return [Message("user", prompt)]
 
     def parse(self, text: str) -> Verdict:
+        # the final verdict block: the last labelled yes/no line, else the whole (short) reply
         return Verdict({"correct": 1.0 if parse_yes_no(text) else 0.0})
 
 
@@ -217,8 +219,9 @@ class FreeTextJudgeRubric:
 
     def parse(self, text: str) -> Verdict:
         # Only a 0/1 score counts: "Score: correct" or a bare yes/no is a VerdictParseError (unscored).
+        # The final Score: line is the verdict; its Reasoning: is the last one, up to a later Score: line.
         value = parse_score(text, 0, 1)
-        return Verdict({"correct": value}, rationale=labelled_text(text, "Reasoning"))
+        return Verdict({"correct": value}, rationale=section(text, "Reasoning", stop=score_marker()))
 
 
 __all__ = [

@@ -130,6 +130,8 @@ class MedAlignRubric:
         return [Message("user", "\n\n".join(parts))]
 
     def parse(self, text: str) -> Verdict:
+        # the final verdict object (clinieval.judge.verdict): an echoed format is not JSON, a
+        # corrected verdict is an earlier object, a key given twice with different values is unparsed
         obj = extract_json_object(text, required=_KEYS)
         flags = {c.lower(): as_bool(json_field(obj, c), c) for c in CRITERIA}
         values = {

@@ -1,0 +1,772 @@
+"""How every judge's reply is read: only its final verdict block, never the rationale or an echo.
+
+One principle for every judge in the package (AutoMedEval's ``Score: Doctor N: X points``,
+EHRNoteQA's yes/no and ``Score: 0|1`` judges, MedAlign's JSON object, the ``Verdict: yes|no``
+reference rubric):
+
+* **The verdict is the final block the format declares.** AutoMedEval's is what follows the
+  reply's *last* ``Score:``; a ``Score: N`` rubric's is its last ``Score:`` line; a yes/no
+  rubric's its last labelled line (``Verdict:``, ``Answer:``); a JSON rubric's its last verdict
+  object. A rationale that says "Doctor 1: 3 key facts", a quoted answer ("Doctor 1: 2 tablets
+  daily"), an echoed prompt or format, and a verdict the judge corrected later are all before the
+  final block, so none of them is read.
+* **The final block must say one thing.** Two different values in it (``Doctor 1: 4 ... Doctor 1:
+  2``, ``yes. On reflection, no.``, a JSON key given twice), a decimal (``3.5``), a range
+  (``3-4``, ``2 or 3``), a value outside the scale, a missing or an extra item are *unparsed*,
+  each with its :data:`Reason`, never rounded, clipped or guessed.
+* **What a careful reader tolerates is tolerated**: full-width colons (U+FF1A), bold or italic
+  markdown around labels and values, any case, ``points``/``point``/``/5``, extra whitespace,
+  a trailing period.
+* **The rationale is what precedes the verdict block** (or, for a verdict written first, what
+  follows it; or the format's labelled section such as ``Reasoning:``).
+
+Nothing here knows a benchmark: a benchmark passes in what is its own (the worked example its
+one-shot prompt shows, the header that starts a new item).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Any, Literal, get_args
+
+Reason = Literal[
+    "empty",
+    "no_verdict",
+    "not_a_verdict",
+    "echo",
+    "decimal",
+    "range",
+    "out_of_range",
+    "wrong_scale",
+    "conflict",
+    "missing",
+    "extra",
+    "order",
+]
+"""Why a reply is unparsed:
+
+* ``empty``: no text at all;
+* ``no_verdict``: no verdict block (no ``Score:`` line, no ``Verdict:`` line, no JSON object);
+* ``not_a_verdict``: the block holds something else (``Doctor 1: X points``, ``<yes or no>``,
+  ``Answer: (B)`` to a yes/no judge, ``"C1": "maybe"``): often the format, echoed;
+* ``echo``: the only verdict is a copy of the prompt's worked example;
+* ``decimal``: a fractional score (``3.5``) on a whole-number scale;
+* ``range``: two values for one score (``3-4``, ``3 to 4``, ``2 or 3``);
+* ``out_of_range``: a value outside the scale (``Doctor 1: 6``, ``Score: 2`` for 0/1);
+* ``wrong_scale``: a fraction of another scale (``4/10`` on 1-5);
+* ``conflict``: the final block gives the verdict twice with different values, or hedges;
+* ``missing``: an item (a doctor, a JSON field) has no value;
+* ``extra``: a value for an item that does not exist (``Doctor 4`` of three answers);
+* ``order``: the items are not in the order the format fixes (AutoMedEval: Doctor 1..k).
+"""
+
+REASONS: tuple[Reason, ...] = get_args(Reason)
+
+
+class VerdictParseError(ValueError):
+    """The judge's reply could not be read as a verdict; ``reason`` says why (:data:`Reason`).
+
+    Not a UserError: nothing the user typed is wrong. The judges record the repeat as unscored
+    with this message, so an unreadable reply is counted, never read as "no" or a score.
+    """
+
+    def __init__(self, message: str, reason: Reason = "no_verdict") -> None:
+        super().__init__(message)
+        self.reason: Reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable with its reason (worker processes)
+        return (type(self), (str(self), self.reason))
+
+
+# --------------------------------------------------------------------------------------------
+# Tolerated variation
+
+MARK = r"[*_`]{0,3}"
+"""Markdown emphasis or code around a label or a value (``**Score:**``, ``*Doctor 1*``)."""
+
+COLON = "[:\uff1a]"
+"""A colon, ASCII or full-width."""
+
+_NUM = r"[+-]?\d+(?:[.,]\d+)?"
+_GAP = r"[ \t]*+(?:[*_`]{1,3}[ \t]*+)?"  # spaces and markup, possessive: no backtracking over long runs
+_VALUE = re.compile(
+    rf"{_GAP}(?P<a>{_NUM})"
+    rf"(?:[ \t]*+(?P<sep>[-\u2013\u2014~]|to\b|or\b){_GAP}(?P<b>{_NUM}))?"
+    r"(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<of>\d+(?:\.\d+)?))?",
+    re.IGNORECASE,
+)
+_UNIT = re.compile(rf"{MARK}[ \t]*(?:points?\b|pts?\b)?{MARK}", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A value read where a verdict stands: the number and where its text ends."""
+
+    value: float
+    end: int
+
+
+def _to_float(text: str) -> float:
+    try:
+        return float(text.replace(",", "."))
+    except OverflowError:  # pragma: no cover - float() of a digit string returns inf instead
+        return math.inf
+
+
+def check_range(value: float, low: float, high: float, name: str, *, integral: bool = True) -> float:
+    """``value`` if it lies in [low, high] (and is whole when ``integral``); never clipped."""
+    if not math.isfinite(value):
+        raise VerdictParseError(f"{name} is not a finite number", "out_of_range")
+    if integral and value != int(value):
+        raise VerdictParseError(f"{name} {value:g} is not a whole number", "decimal")
+    if not low <= value <= high:
+        raise VerdictParseError(f"{name} {value:g} is outside {low:g}-{high:g}", "out_of_range")
+    return float(value)
+
+
+def read_number(
+    text: str, start: int, low: float, high: float, name: str, *, integral: bool = True
+) -> Number | None:
+    """The value written at ``text[start:]`` (after spaces and markup), checked; None when no
+    number stands there. ``3-4``/``2 or 3`` (range), ``4/10`` on a 1-5 scale (wrong scale), ``3.5``
+    on a whole scale (decimal) and values outside [low, high] raise, each with its reason."""
+    m = _VALUE.match(text, start)
+    if m is None:
+        return None
+    shown = m.group(0).strip().strip("*_`")
+    if m.group("b") is not None:
+        raise VerdictParseError(f"{name} {shown!r} is a range, not one value", "range")
+    if m.group("of") is not None and float(m.group("of")) != high:
+        raise VerdictParseError(f"{name} {shown!r} is not out of {high:g}", "wrong_scale")
+    value = check_range(_to_float(m.group("a")), low, high, name, integral=integral)
+    return Number(value, m.end())
+
+
+# --------------------------------------------------------------------------------------------
+# Numbered scores: AutoMedEval's "Score: Doctor 1: X points. Doctor 2: Y points. ..."
+
+_RATIONALE_HEADER = re.compile(
+    rf"(?im)^[^\w\n]*(?:analy[sz]e|analysis|step[ \t]*\d+|reason(?:ing)?|rationale|explanation|justification)"
+    rf"{MARK}[ \t]*{COLON}"
+)
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+_PLACEHOLDER = re.compile(r"<[^<>\n]*>")
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedFormat:
+    """A verdict of k numbered items: ``{marker}: {item} 1: X points. {item} 2: Y points. ...``.
+
+    ``echoes`` are texts the prompt shows (a worked example's reply) whose copy is never this
+    item's verdict; ``next_item`` is a header that, after a verdict, starts an item the judge
+    invented (the reply ends there).
+    """
+
+    item: str = "Doctor"
+    marker: str = "Score"
+    low: int = 1
+    high: int = 5
+    echoes: tuple[str, ...] = ()
+    next_item: str | None = None
+
+    def entry(self) -> re.Pattern[str]:
+        return re.compile(
+            rf"(?i)(?<!\w){MARK}{re.escape(self.item)}{MARK}[ \t]*{MARK}(?P<n>\d{{1,4}})(?!\d)"
+            rf"{MARK}[ \t]*{COLON}{MARK}"
+        )
+
+    def marker_pattern(self) -> re.Pattern[str]:
+        # "Score:", "**Score:**", a full-width colon, "Scores:", "### Score" on its own line, then item 1
+        return re.compile(
+            rf"(?i)(?<![\w#*_`])(?:#+[ \t]*+)?{MARK}{re.escape(self.marker)}s?{MARK}[ \t]*+{COLON}?{MARK}"
+            rf"\s*+(?:[-+*][ \t]++)?(?={MARK}{re.escape(self.item)}\b)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedReading:
+    """Where the verdict block of a reply lies, in ``text`` (the reply without echoes)."""
+
+    text: str
+    start: int
+    end: int
+    echoed: bool
+
+    @property
+    def rationale(self) -> str:
+        """What precedes the block; for a verdict written first, what follows it."""
+        before = self.text[: self.start].strip()
+        return before or self.text[self.end :].strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One ``Doctor N: value`` in a block: its number, where it stands, and its value, or why the
+    value is not one (a decimal, a range, ...), or neither when no number follows."""
+
+    n: int
+    start: int
+    value: Number | None
+    error: VerdictParseError | None
+    raw: str
+
+    @property
+    def valued(self) -> bool:
+        return self.value is not None or self.error is not None
+
+
+def _words(text: str) -> re.Pattern[str]:
+    """``text`` matched whatever the whitespace between its words."""
+    return re.compile(r"\s+".join(re.escape(w) for w in text.split()))
+
+
+def _strip_echoes(text: str, echoes: Sequence[str]) -> tuple[str, bool]:
+    echoed = False
+    for echo in echoes:
+        if echo.strip():
+            text, n = _words(echo).subn("", text)
+            echoed = echoed or n > 0
+    return text, echoed
+
+
+def _entries(fmt: NumberedFormat, text: str, start: int, end: int) -> Iterator[_Entry]:
+    for m in fmt.entry().finditer(text, start, end):
+        n = int(m.group("n"))
+        raw = re.split(r"[.;,\n]", text[m.end() : m.end() + 40], maxsplit=1)[0].strip()
+        try:
+            value, error = read_number(text[:end], m.end(), fmt.low, fmt.high, f"{fmt.item} {n}:"), None
+        except VerdictParseError as e:
+            value, error = None, e
+        yield _Entry(n, m.start(), value, error, raw)
+
+
+def _bare_tail(fmt: NumberedFormat, text: str) -> int | None:
+    """Where the reply's trailing lines that hold nothing but numbered scores begin (a reply
+    that is only the verdict, without its ``Score:``); None when its last line is anything else."""
+    entry = fmt.entry()
+    start = None
+    offset = len(text.rstrip())
+    for line in reversed(text[:offset].splitlines(keepends=True)):
+        offset -= len(line)
+        if not line.strip():
+            if start is None:
+                continue
+            break
+        rest, pos, bare = [], 0, False
+        for m in entry.finditer(line):
+            value = _VALUE.match(line, m.end())
+            if value is None:
+                return start
+            rest.append(line[pos : m.start()])
+            unit = _UNIT.match(line, value.end())
+            pos = unit.end() if unit else value.end()
+            bare = True
+        rest.append(line[pos:])
+        if not bare or re.search(r"\w", "".join(rest)):
+            break
+        start = offset
+    return start
+
+
+def _locate(fmt: NumberedFormat, text: str, echoed: bool) -> NumberedReading | None:
+    """The final verdict block of ``text``: after its last marker, up to a rationale header, or
+    a paragraph break once every item has a value."""
+    markers = list(fmt.marker_pattern().finditer(text))
+    if markers:
+        start, body = markers[-1].start(), markers[-1].end()
+    else:
+        tail = _bare_tail(fmt, text)
+        if tail is None:
+            return None
+        start = body = tail
+    header = _RATIONALE_HEADER.search(text, body)
+    end = header.start() if header else len(text)
+    return NumberedReading(text, start, end, echoed)
+
+
+def _end_at_paragraph(fmt: NumberedFormat, reading: NumberedReading, k: int) -> NumberedReading:
+    """A verdict block ends at the paragraph break after its last item (k items with values)."""
+    seen: set[int] = set()
+    previous = reading.start
+    for entry in _entries(fmt, reading.text, reading.start, reading.end):
+        gap = _PARAGRAPH.search(reading.text, previous, entry.start)
+        if gap is not None and seen >= set(range(1, k + 1)):
+            return NumberedReading(reading.text, reading.start, gap.start(), reading.echoed)
+        if entry.valued:
+            seen.add(entry.n)
+        previous = entry.start + 1
+    return reading
+
+
+def locate_numbered(reply: str, k: int, fmt: NumberedFormat) -> NumberedReading | None:
+    """The final verdict block of ``reply``, without raising; None when it has none."""
+    text, echoed = _strip_echoes(reply, fmt.echoes)
+    if fmt.next_item is not None:
+        markers = [m.span() for m in fmt.marker_pattern().finditer(text)]
+        for header in re.finditer(fmt.next_item, text):
+            before = [span for span in markers if span[1] <= header.start()]
+            if not before:
+                continue
+            start, body = before[-1]
+            rationale = _RATIONALE_HEADER.search(text, body, header.start())
+            head = NumberedReading(text, start, rationale.start() if rationale else header.start(), echoed)
+            try:
+                _scores(fmt, _end_at_paragraph(fmt, head, k), k)
+            except VerdictParseError:
+                continue
+            text = text[: header.start()]  # a verdict, then an item of the judge's own: cut there
+            break
+    reading = _locate(fmt, text, echoed)
+    return None if reading is None else _end_at_paragraph(fmt, reading, k)
+
+
+def _scores(fmt: NumberedFormat, reading: NumberedReading, k: int) -> list[int]:
+    entries = list(_entries(fmt, reading.text, reading.start, reading.end))
+    valued = [e for e in entries if e.valued]
+    if not valued:
+        if entries:
+            e = entries[0]
+            raise VerdictParseError(f"{fmt.item} {e.n}: {e.raw!r} is not a score", "not_a_verdict")
+        raise VerdictParseError(f"0 '{fmt.item} N: S' scores found; {k} expected", "missing")
+    for e in valued:
+        if e.error is not None:
+            raise e.error
+    for e in valued:
+        if not 1 <= e.n <= k:
+            raise VerdictParseError(f"{fmt.item} {e.n} is scored, but there are {k} answers", "extra")
+    given: dict[int, int] = {}
+    for e in valued:
+        assert e.value is not None
+        score = int(e.value.value)
+        if given.setdefault(e.n, score) != score:
+            raise VerdictParseError(
+                f"{fmt.item} {e.n} is given {given[e.n]} and {score} in the final verdict", "conflict"
+            )
+    missing = [n for n in range(1, k + 1) if n not in given]
+    if missing:
+        raise VerdictParseError(
+            f"{len(given)} '{fmt.item} N: S' scores found; {k} expected (none for {fmt.item} {missing[0]})",
+            "missing",
+        )
+    for position, e in enumerate(valued[:k], 1):
+        if e.n != position:
+            raise VerdictParseError(
+                f"score {position} is for {fmt.item} {e.n}, not {fmt.item} {position}", "order"
+            )
+    return [given[n] for n in range(1, k + 1)]
+
+
+def numbered_scores(reply: str, k: int, fmt: NumberedFormat) -> list[int]:
+    """The k scores of the reply's final verdict block, item 1..k; else VerdictParseError.
+
+    Within the block the paper-style rule holds: the first k valued items must be 1..k in that
+    order. An item named twice with different values, a missing or an extra item, a decimal, a
+    range or a value outside [low, high] is unparsed with its reason.
+    """
+    if not reply.strip():
+        raise VerdictParseError("empty judge output", "empty")
+    reading = locate_numbered(reply, k, fmt)
+    if reading is None:
+        if _strip_echoes(reply, fmt.echoes)[1]:
+            raise VerdictParseError("the only verdict is a copy of the prompt's worked example", "echo")
+        raise VerdictParseError(f"no '{fmt.marker}: {fmt.item} 1: S ...' verdict in the output", "no_verdict")
+    scores = _scores(fmt, reading, k)
+    for echo in fmt.echoes:
+        if _copies(fmt, reading, scores, echo, k):
+            raise VerdictParseError(
+                "the verdict is the prompt's worked example, copied with its analysis", "echo"
+            )
+    return scores
+
+
+ECHO_RUN = 80
+"""Characters of a worked example's analysis (whitespace aside) that a reply must copy verbatim,
+with the example's scores, for its verdict to count as the example echoed rather than a verdict."""
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _copies(fmt: NumberedFormat, reading: NumberedReading, scores: list[int], echo: str, k: int) -> bool:
+    """Whether the reply's verdict is ``echo`` copied in part: the example's own scores after a
+    verbatim stretch of the example's analysis (a small model rewriting the worked example)."""
+    example = locate_numbered(echo, k, NumberedFormat(fmt.item, fmt.marker, fmt.low, fmt.high))
+    if example is None:
+        return False
+    try:
+        if _scores(fmt, example, k) != scores:
+            return False
+    except VerdictParseError:
+        return False
+    ours, theirs = _flat(reading.rationale), _flat(example.rationale)
+    if len(ours) < ECHO_RUN or len(theirs) < ECHO_RUN:
+        return False
+    match = SequenceMatcher(None, ours, theirs, autojunk=False).find_longest_match(
+        0, len(ours), 0, len(theirs)
+    )
+    return match.size >= ECHO_RUN
+
+
+# --------------------------------------------------------------------------------------------
+# Yes/no verdicts
+
+_YN_MARKUP = re.compile(r"[*_`#>\"'\u201c\u201d\u2018\u2019]+")
+_FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
+_NOT_A_VERDICT = re.compile(
+    r"^(?:no\s+(?:doubt|way|one|matter|longer|problem|question|wonder|need|worries|more|less)"
+    r"|yes\s+and|no\s+and|yes\s+or|no\s+or)\b",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(r"\b(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", re.IGNORECASE)
+_FINAL_WORD = re.compile(r"(?<![\w\"'\u201c\u201d\u2018\u2019])(yes|no)[.!]?\s*$", re.IGNORECASE)
+_YES_NO = re.compile(r"\b(?:yes|no)\b", re.IGNORECASE)
+_BARE = re.compile(r"\W*(yes|no)\W*", re.IGNORECASE)
+
+VERDICT_LABELS = r"(?:final\s+)?(?:answer|verdict|conclusion|judg(?:e)?ment|decision|response)"
+"""The labels a yes/no verdict line may carry when the prompt declares none."""
+
+
+def label_line(labels: str) -> re.Pattern[str]:
+    """A line ``LABEL: value`` (markup, any case, a colon of either width or ``-``); group 1 is
+    the value."""
+    return re.compile(rf"(?im)^[^\w\n]*{labels}{MARK}[ \t]*(?:{COLON}|-)[ \t]*(.*)$")
+
+
+def _opening_word(text: str) -> bool | None:
+    """The verdict a text opens with: ``Yes.``, ``no, because …`` — not ``No doubt, …``."""
+    bare = _YN_MARKUP.sub("", text).lstrip()
+    if _NOT_A_VERDICT.match(bare):
+        return None
+    m = _FIRST_WORD.match(bare)
+    if m is None:
+        return None
+    word = m.group(1).lower()
+    return True if word == "yes" else False if word == "no" else None
+
+
+def _one_yes_no(found: set[bool], where: str) -> bool:
+    if len(found) == 1:
+        return found.pop()
+    if found:
+        raise VerdictParseError(f"{where} says both yes and no", "conflict")
+    raise VerdictParseError(f"no yes/no verdict in {where}", "no_verdict")
+
+
+def yes_no_value(value: str) -> bool:
+    """The yes or no of one verdict block (a labelled line's value): read where it opens and
+    where it ends, which must agree; the format echoed (``<yes or no>``) or a hedge is unparsed."""
+    if _PLACEHOLDER.search(value) and _YES_NO.search(value):
+        raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is the format, echoed", "not_a_verdict")
+    if _HEDGE.search(_YN_MARKUP.sub("", value)):
+        raise VerdictParseError("the output hedges between yes and no", "conflict")
+    found: set[bool] = set()
+    first = _opening_word(value)
+    if first is not None:
+        found.add(first)
+    final = _FINAL_WORD.search(_YN_MARKUP.sub("", value).rstrip())
+    if final is not None:
+        found.add(final.group(1).lower() == "yes")
+    if not found:
+        raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is not yes or no", "not_a_verdict")
+    return _one_yes_no(found, "the verdict")
+
+
+def _whole_reply_yes_no(text: str) -> bool:
+    """A reply without a labelled verdict is one block: its opening word, lines that are only
+    yes or no, and an unquoted final word must agree."""
+    if _HEDGE.search(_YN_MARKUP.sub("", text)):
+        raise VerdictParseError("the output hedges between yes and no", "conflict")
+    found: set[bool] = set()
+    first = _opening_word(text)
+    if first is not None:
+        found.add(first)
+    for line in text.splitlines():
+        if _BARE.fullmatch(line):
+            verdict = _opening_word(line)
+            if verdict is not None:
+                found.add(verdict)
+    final = _FINAL_WORD.search(text.rstrip())
+    if final is not None:
+        found.add(final.group(1).lower() == "yes")
+    return _one_yes_no(found, "the output")
+
+
+def yes_no_verdict(
+    text: str, labels: str = VERDICT_LABELS, *, unlabelled: bool = True, name: str = "Verdict"
+) -> bool:
+    """A yes/no verdict: the value of the reply's last labelled line that holds a yes or no.
+
+    Earlier labelled lines (an echoed format, a verdict corrected later) are not read. Without a
+    labelled line, ``unlabelled`` reads the whole reply as one block (a prompt that asks for a bare
+    "yes" or "no"); otherwise only a reply that is just "yes" or "no" is a verdict.
+    """
+    if not text.strip():
+        raise VerdictParseError("empty judge output", "empty")
+    values = [m.group(1) for m in label_line(labels).finditer(text)]
+    worded = [v for v in values if _YES_NO.search(v)]
+    if worded:
+        return yes_no_value(worded[-1])
+    if unlabelled:
+        try:
+            return _whole_reply_yes_no(text)
+        except VerdictParseError as e:
+            if e.reason != "no_verdict" or not values:
+                raise
+            # a labelled line without yes or no ("Answer: (B)"), and no verdict anywhere else
+            raise VerdictParseError(
+                f"the verdict {values[-1].strip()[:40]!r} is not yes or no", "not_a_verdict"
+            ) from e
+    if values:
+        raise VerdictParseError(f"the verdict {values[-1].strip()[:40]!r} is not yes or no", "not_a_verdict")
+    bare = _BARE.fullmatch(text.strip())
+    if bare is None:
+        raise VerdictParseError(f"no '{name}: yes|no' line in the output", "no_verdict")
+    return bare.group(1).lower() == "yes"
+
+
+# --------------------------------------------------------------------------------------------
+# One labelled score: "Score: 4", "score = 3/5"
+
+_FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+
+
+def score_marker(label: str = "score") -> re.Pattern[str]:
+    """A verdict line ``LABEL: N`` at the start of a line (markup, any case, a colon of either
+    width, ``=`` or ``is``)."""
+    return re.compile(rf"(?im)^[^\w\n]*{re.escape(label)}{MARK}[ \t]*(?:{COLON}|=|is\b){MARK}")
+
+
+def _inline_marker(label: str) -> re.Pattern[str]:
+    return re.compile(rf"(?i)\b{re.escape(label)}{MARK}[ \t]*(?:{COLON}|=){MARK}")
+
+
+def score_verdict(
+    text: str, low: float, high: float, *, label: str = "score", integral: bool = True
+) -> float:
+    """The value of the reply's last ``Score:`` line; without one, of the last ``score: N`` in a
+    line; without either, the reply's fraction (``4/5``, ``4 out of 5``), which must be one.
+
+    A number that merely follows the word ("Score 1 if the answer is correct") is not a verdict;
+    an earlier ``Score:`` line (an echoed format, a corrected verdict) is not read. A decimal, a
+    range, a fraction of another scale and a value outside [low, high] are unparsed.
+    """
+    if not text.strip():
+        raise VerdictParseError("empty judge output", "empty")
+    lines = list(score_marker(label).finditer(text))
+    if lines:
+        m = lines[-1]
+        number = read_number(text, m.end(), low, high, label, integral=integral)
+        if number is None:
+            line_end = text.find("\n", m.end())
+            value = text[m.end() : line_end if line_end >= 0 else len(text)].strip()[:40]
+            raise VerdictParseError(f"{label} {value!r} is not a number", "not_a_verdict")
+        return number.value
+    for m in reversed(list(_inline_marker(label).finditer(text))):
+        number = read_number(text, m.end(), low, high, label, integral=integral)
+        if number is not None:
+            return number.value
+    fractions = list(_FRACTION.finditer(text))
+    if not fractions:
+        raise VerdictParseError(f"no {label} in the output", "no_verdict")
+    values = {(float(f.group(1)), float(f.group(2))) for f in fractions}
+    if len(values) > 1:
+        shown = ", ".join(repr(f.group(0).strip()) for f in fractions[:3])
+        raise VerdictParseError(f"the output gives different {label}s ({shown})", "conflict")
+    number = read_number(text, fractions[-1].start(), low, high, label, integral=integral)
+    assert number is not None
+    return number.value
+
+
+def section(text: str, label: str, *, stop: re.Pattern[str] | None = None) -> str | None:
+    """The reply's last ``LABEL:`` section (e.g. ``Reasoning:``), up to a ``stop`` line (the
+    verdict marker) or the end: the rationale that goes with the final verdict."""
+    found = list(
+        re.finditer(rf"(?im)^[\W_]*+{re.escape(label)}{MARK}[ \t]*+{COLON}[ \t]*+{MARK}[ \t]*+", text)
+    )
+    if not found:
+        return None
+    start = found[-1].end()
+    end = len(text)
+    if stop is not None:
+        m = stop.search(text, start)
+        end = m.start() if m else end
+    rest = text[start:end].strip()
+    return rest or None
+
+
+# --------------------------------------------------------------------------------------------
+# JSON verdict objects
+
+
+def _matching_brace(text: str, start: int) -> int | None:
+    """Index of the ``}`` closing the ``{`` at ``start``; braces inside quoted strings are skipped."""
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _balanced_objects(text: str) -> Iterator[tuple[int, int]]:
+    """Every balanced ``{...}`` span (start, end) in reading order (enclosing before enclosed)."""
+    start = text.find("{")
+    while start != -1:
+        end = _matching_brace(text, start)
+        if end is not None:
+            yield start, end + 1
+        start = text.find("{", start + 1)
+
+
+def _norm_key(key: str) -> str:
+    return key.strip().lower()
+
+
+class _Object(dict[str, Any]):
+    """A parsed JSON object that remembers the keys it was given twice with different values."""
+
+    twice: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object()
+    seen: dict[str, Any] = {}
+    twice: list[str] = []
+    for key, value in pairs:
+        norm = _norm_key(key) if isinstance(key, str) else key
+        if norm in seen and seen[norm] != value:
+            twice.append(str(key))
+        seen[norm] = value
+        obj[key] = value
+    obj.twice = tuple(twice)
+    return obj
+
+
+def _python_twice(span: str) -> tuple[str, ...]:
+    """Keys of a Python-style dict literal given twice with different values (top level)."""
+    try:
+        node = ast.parse(span, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return ()
+    if not isinstance(node, ast.Dict):
+        return ()
+    seen: dict[str, str] = {}
+    twice = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            norm, dumped = _norm_key(key.value), ast.dump(value)
+            if seen.setdefault(norm, dumped) != dumped:
+                twice.append(key.value)
+    return tuple(twice)
+
+
+def as_mapping(span: str) -> _Object | None:
+    """A span read as a JSON object, or as a Python dict literal (single quotes, True/False)."""
+    try:
+        value = json.loads(span, strict=False, object_pairs_hook=_pairs)  # strict=False: raw newlines
+    except (ValueError, RecursionError):  # not JSON, an integer over 4,300 digits, or nested too deep
+        if len(span) > 20_000:
+            return None
+        try:
+            literal = ast.literal_eval(span)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
+            return None
+        if not isinstance(literal, dict):
+            return None
+        value = _Object(literal)
+        value.twice = _python_twice(span)
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return None
+    return value if isinstance(value, _Object) else _Object(value)
+
+
+def final_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]:
+    """The reply's final verdict object: the last object (not one nested in another) that holds
+    every ``required`` key (any case), each once.
+
+    An echo of the requested format (``"C1": <true|false>``) is not JSON, so it is never read; a
+    verdict the judge corrected with a later complete object is not read either, while a later
+    fragment (``{"score": 5}`` quoted in prose) is no verdict and does not displace it. A key of
+    the verdict given twice with different values is unparsed (a JSON reader would silently keep
+    the last).
+    """
+    if not text.strip():
+        raise VerdictParseError("empty judge output", "empty")
+    wanted = {_norm_key(k) for k in required}
+    found_any = False
+    candidates: list[tuple[int, int, _Object]] = []
+    for start, end in _balanced_objects(text):
+        obj = as_mapping(text[start:end])
+        if obj is None:
+            continue
+        found_any = True
+        if wanted <= {_norm_key(k) for k in obj}:
+            candidates.append((start, end, obj))
+    if not found_any:
+        raise VerdictParseError("no JSON object in the output", "no_verdict")
+    if not candidates:
+        raise VerdictParseError(f"no JSON object with all of {', '.join(required)}", "missing")
+    outer = [
+        c for c in candidates if not any(o[0] <= c[0] and c[1] <= o[1] and o is not c for o in candidates)
+    ]
+    *_, obj = outer[-1]
+    twice = [k for k in obj.twice if not wanted or _norm_key(k) in wanted]
+    if twice:
+        raise VerdictParseError(f"the verdict gives {twice[0]!r} twice with different values", "conflict")
+    return dict(obj)
+
+
+def json_field(obj: Mapping[str, Any], name: str) -> Any:
+    """``obj[name]`` matched case-insensitively; VerdictParseError when absent."""
+    wanted = _norm_key(name)
+    for key, value in obj.items():
+        if _norm_key(key) == wanted:
+            return value
+    raise VerdictParseError(f"missing field {name!r}", "missing")
+
+
+__all__ = [
+    "COLON",
+    "ECHO_RUN",
+    "MARK",
+    "REASONS",
+    "VERDICT_LABELS",
+    "NumberedFormat",
+    "NumberedReading",
+    "Reason",
+    "VerdictParseError",
+    "check_range",
+    "final_json_object",
+    "json_field",
+    "label_line",
+    "locate_numbered",
+    "numbered_scores",
+    "read_number",
+    "score_marker",
+    "score_verdict",
+    "section",
+    "yes_no_value",
+    "yes_no_verdict",
+]
