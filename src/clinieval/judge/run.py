@@ -192,7 +192,9 @@ def same_model(a: JSON, b: JSON) -> bool:
 
 def self_judging_warning(run: RunDir, judge: Model) -> str | None:
     """The warning when ``run``'s answers come from the model that judges them, else None."""
-    model = (run.manifest().get("spec") or {}).get("model") or {}
+    model = (run.manifest().get("spec") or {}).get("model")
+    if not isinstance(model, dict):  # a run made without a model (e.g. answers brought as a file)
+        return None
     identity = model.get("identity")
     if not isinstance(identity, dict) or not same_model(identity, judge.identity):
         return None
@@ -519,9 +521,9 @@ __all__ = [
     "answer_failure",
     "judge_run",
     "read_judge_scores",
-    "scores_path",
-    "summary_path",
     "same_model",
+    "scores_path",
     "self_judging_warning",
+    "summary_path",
     "tiny_judge_warning",
 ]
