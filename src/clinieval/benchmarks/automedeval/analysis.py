@@ -155,11 +155,16 @@ def _score_table(items: Sequence[JudgeItem], scores: dict[str, list[float] | Non
     from clinieval.analysis.rankings import ScoreTable
 
     rows = [
-        (item.id, r.model, None if scores.get(item.id) is None else scores[item.id][j])  # type: ignore[index]
-        for item in items
-        for j, r in enumerate(item.responses)
+        (item.id, model, value) for item in items for model, value in _by_model(item, scores.get(item.id))
     ]
     return ScoreTable.from_rows(rows)
+
+
+def _by_model(item: JudgeItem, values: Sequence[float] | None) -> list[tuple[str, float | None]]:
+    """An item's values as (model, value), models in name order: items may list their models in
+    any order (the synthetic set shuffles them), and every table keys on the name, not the slot."""
+    shown = [None] * len(item.models) if values is None else list(values)
+    return sorted(zip(item.models, shown, strict=True))
 
 
 def _human_scores(items: Sequence[JudgeItem]) -> dict[str, list[float] | None]:
@@ -205,8 +210,8 @@ def paired_win_tie(items: Sequence[JudgeItem], sets: ScoreSets) -> JSON:
             if h is None or j is None:
                 continue
             unit = f"{item.id}\x1f{r}"
-            rows_h += [(unit, m, v) for m, v in zip(item.models, h, strict=True)]
-            rows_j += [(unit, m, v) for m, v in zip(item.models, j, strict=True)]
+            rows_h += [(unit, m, v) for m, v in _by_model(item, h)]
+            rows_j += [(unit, m, v) for m, v in _by_model(item, j)]
             scored.add(item.id)
             units += 1
     out: JSON = {"items": len(scored), "units": units, "physicians": [], "judge": []}
@@ -231,7 +236,8 @@ def runs_identical(entries: Sequence[Entry]) -> bool:
 
 
 def _same_models(items: Sequence[JudgeItem]) -> bool:
-    return len({item.models for item in items}) == 1
+    """Every item answered by the same models (in whatever order it lists them)."""
+    return len({tuple(sorted(item.models)) for item in items}) == 1
 
 
 def rationale_quality(items: Sequence[JudgeItem], entries: Sequence[Entry]) -> JSON | None:
@@ -383,9 +389,7 @@ def analyze(
         "warnings": [*warnings, *(w for r in runs if (w := r.summary.get("warning")))],
     }
     if not _same_models(items):
-        result["undefined"].append(
-            "win/tie rates: the items do not all have the same models in the same order"
-        )
+        result["undefined"].append("win/tie rates: the items do not all have the same models")
     pairs = [_judge_block(items, run, rated, settings) for run in runs]
     blocks = [b for b, _ in pairs]
     best = _best(blocks)
@@ -402,7 +406,13 @@ def analyze(
 def _model_means(items: Sequence[JudgeItem], humans: dict[str, list[float] | None]) -> dict[str, float]:
     """Each model's mean physician score over the items whose responses were all rated (none such:
     an empty table)."""
-    rated = [s for s in humans.values() if s is not None]
-    if not rated:
-        return {}
-    return {model: sum(s[j] for s in rated) / len(rated) for j, model in enumerate(items[0].models)}
+    sums: dict[str, float] = {}
+    count = 0
+    for item in items:
+        scores = humans.get(item.id)
+        if scores is None:
+            continue
+        count += 1
+        for model, value in zip(item.models, scores, strict=True):
+            sums[model] = sums.get(model, 0.0) + value
+    return {model: total / count for model, total in sorted(sums.items())} if count else {}

@@ -22,7 +22,8 @@ textbook's own words, often a near miss, sometimes a blatant error or fragments)
 with the reference therefore under-rates the careful answers and over-rates the confident ones'
 near misses: an overlap judge lands where overlap honestly lands, instead of near an oracle as when
 every response was made of the reference's own sentences. The reference rationale states the
-counts, for the rationale-quality check. This is a harness check, not a medical benchmark.
+counts, for the rationale-quality check. The three answers come in a seeded order per item, so
+no model is always shown first. This is a harness check, not a medical benchmark.
 """
 
 from __future__ import annotations
@@ -475,14 +476,19 @@ def synthetic_item(index: int, seed: int = 0) -> tuple[JudgeItem, list[Built]]:
     variants = VARIANTS[index % len(CONDITIONS)]
     k = len(condition.facts)
     built = [_build(s, rng) for s in STYLES]
-    responses = tuple(
+    made = [
         Response(
             style.name,
             _text(condition, variants, b, rng),
             {p: _noisy(true_rating(b, k), rng) for p in PHYSICIANS},
         )
         for style, b in zip(STYLES, built, strict=True)
-    )
+    ]
+    # the models answer in a seeded order per item: were the best always Doctor 1, a judge that
+    # favours the first answer would look like a good judge under the paper's fixed order
+    order = random.Random(f"automedeval-synth-order:{seed}:{index}").sample(range(len(STYLES)), len(STYLES))
+    responses = tuple(made[i] for i in order)
+    built = [built[i] for i in order]
     item = JudgeItem(
         id=f"synth-{index:04d}",
         question=condition.question,
