@@ -84,6 +84,7 @@ def test_unreadable_verdicts_are_unscored_not_no(tmp_path: Path) -> None:
         )
         result = asyncio.run(judge_arm(arm, f"openai:{judge.url}@fault", repeats=3, progress=False))
     assert result.summary.parse_failures == 6 and result.summary.scored == 0
+    assert sum(result.summary.unparsed_reasons.values()) == 6  # each with its typed reason
     assert all(
         s.value is None and s.metadata["error_kind"] == "judge_unparsed" for s in result.scores.values()
     )

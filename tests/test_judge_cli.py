@@ -252,8 +252,9 @@ def test_the_issue_s_pass_no_longer_hides_its_failed_calls() -> None:
     assert "lower --snippets" in found[0].fix
     assert "1 stopped unfinished, at the reply limit or the end of the judge's context" in found[1].fix
     assert pass_failed(s)
-    unparsed_only = _judge_summary(parse_failures=3)
+    unparsed_only = _judge_summary(parse_failures=3, unparsed_reasons={"echo": 1, "no_verdict": 2})
     assert not pass_failed(unparsed_only) and [f.kind for f in failures(unparsed_only)] == ["unparsed"]
+    assert failures(unparsed_only)[0].fix.endswith("(why: no_verdict 2, echo 1)")  # the typed reasons
     answers = _judge_summary(answer_failures={"answer_failed:timeout": 1}, judged=2)
     assert [(f.kind, f.unit) for f in failures(answers)] == [("answer_failed:timeout", "answers")]
 

@@ -90,6 +90,9 @@ def failures(summary: JudgeSummary, *, shrink: str | None = None) -> list[Failur
         fix = UNPARSED_FIX
         if summary.unparsed_at_limit:
             fix = f"{fix}; {AT_LIMIT_FIX.format(n=summary.unparsed_at_limit)}"
+        why = sorted(summary.unparsed_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        if why:
+            fix = f"{fix} (why: {', '.join(f'{k} {n}' for k, n in why)})"
         out.append(Failure("unparsed", summary.parse_failures, "judge replies", fix))
     for kind, n in sorted(summary.answer_failures.items(), key=lambda kv: (-kv[1], kv[0])):
         out.append(Failure(kind, n, "answers", ANSWER_FAILED_FIX))

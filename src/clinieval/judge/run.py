@@ -26,7 +26,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from clinieval.errors import UserError
@@ -103,6 +103,8 @@ class JudgeSummary:
     """Unparsed replies that stopped unfinished (``finish_reason`` "length": the reply limit, or an
     embedded judge's context filled up): the judge may have been cut off before its verdict, which
     more room fixes, unlike a judge that cannot follow the format."""
+    unparsed_reasons: dict[str, int] = field(default_factory=dict)
+    """Unparsed replies by why (echo, no_verdict, conflict, decimal, ...: judge/verdict.py)."""
 
     @property
     def failed_calls(self) -> int:
@@ -144,6 +146,8 @@ class _Repeat:
     parse_error: str | None = None
     raw: str = ""
     finish_reason: str | None = None
+    parse_reason: str | None = None
+    """Why the reply was unparsed, as a kind (:data:`clinieval.judge.verdict.Reason`)."""
 
     def to_dict(self) -> JSON:
         return {
@@ -152,6 +156,7 @@ class _Repeat:
             "rationale": self.rationale,
             "error_kind": self.error_kind,
             "parse_error": self.parse_error,
+            "parse_reason": self.parse_reason,
             "raw": self.raw[:RAW_LIMIT],
             "finish_reason": self.finish_reason,
         }
@@ -236,7 +241,7 @@ def _read_reply(rubric: Rubric, repeat: int, out: ModelOutput, prompt: Sequence[
     try:
         verdict = rubric.parse(strip_echo(out.text, prompt[-1].content) if prompt else out.text)
     except VerdictParseError as e:
-        entry.error_kind, entry.parse_error = UNPARSED, str(e)
+        entry.error_kind, entry.parse_error, entry.parse_reason = UNPARSED, str(e), e.reason
         return entry
     missing = [f for f in rubric.fields if f not in verdict.values]
     if missing:  # a bug in the rubric, not in the judge's reply: fail loudly
@@ -451,6 +456,7 @@ def _summarize(
         warning=warning,
         identical_repeats=identical,
         unparsed_at_limit=sum(e.error_kind == UNPARSED and e.finish_reason == "length" for e in replies),
+        unparsed_reasons=dict(Counter(e.parse_reason for e in replies if e.parse_reason)),
     )
 
 

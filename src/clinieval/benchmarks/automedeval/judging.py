@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -103,12 +104,14 @@ class Entry:
     error: str | None = None
     raw: str = ""
     lookups: list[JSON] = field(default_factory=list)
+    parse_reason: str | None = None
+    """Why the reply was unparsed, as a kind (:data:`clinieval.judge.verdict.Reason`)."""
 
     def to_dict(self) -> JSON:
         return {
             "item": self.item, "repeat": self.repeat, "shown": list(self.shown), "cut": self.cut,
             "scores": self.scores, "rationale": self.rationale, "error": self.error, "raw": self.raw[:2000],
-            "lookups": self.lookups,
+            "lookups": self.lookups, "parse_reason": self.parse_reason,
         }  # fmt: skip
 
     @classmethod
@@ -120,6 +123,7 @@ class Entry:
                 [bool(c) for c in d["cut"]],
                 None if d.get("scores") is None else [int(x) for x in d["scores"]],
                 d.get("rationale"), d.get("error"), str(d.get("raw", "")), list(d.get("lookups") or []),
+                d.get("parse_reason"),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(f"{where}: not a verdict written by `automedeval judge` ({e!r})") from None
@@ -200,7 +204,7 @@ async def _judge_unit(
         entry.scores = to_original(parse_scores(entry.raw, len(item.responses)), shown)
         entry.rationale = rationale(entry.raw)
     except VerdictParseError as e:
-        entry.error = f"unparsed: {e}"
+        entry.error, entry.parse_reason = f"unparsed: {e}", e.reason
     return entry
 
 
@@ -373,6 +377,7 @@ def summarize(
         "parsed": parsed,
         "parse_rate": parsed / len(entries) if entries else None,
         "unparsed_or_failed": len(entries) - parsed,
+        "unparsed_reasons": dict(Counter(e.parse_reason for e in entries if e.parse_reason)),
         "lookups": sum(len(e.lookups) for e in entries),
         "calls": {"requests": tally.requests, "cache_hits": tally.cache_hits,
                   "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens},
