@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clinieval.benchmarks.medeval import analysis
+from clinieval.benchmarks.medeval import analysis, comparisons
 from clinieval.benchmarks.medeval.analysis import Arm, Settings, medeval_analysis, read_arm
 from clinieval.benchmarks.medeval.baselines.train import answer_text, write_baseline_arm
 from clinieval.benchmarks.medeval.prompts import TaskName
@@ -93,7 +93,7 @@ def test_without_validation_runs_the_papers_setting_is_used_never_the_best_test_
     result = medeval_analysis(arms, FAST)
     chosen = {c["model"]: c for c in result["chosen"]}
     llm = chosen["openai:http://127.0.0.1:1/v1@m"]
-    assert llm["setting"] == "2-shot" and llm["chosen_by"].startswith("fixed in advance")
+    assert llm["setting"] == "2-shot" and llm["chosen_by"].startswith("the paper's setting, fixed in advance")
     fam = result["families"]["abnormality"]
     assert fam["sides"]["prompted LLM"]["value"] == pytest.approx(50.0)
 
@@ -182,3 +182,18 @@ def test_medeval_has_one_macro_f1_the_shared_one() -> None:
     assert analysis.macro_f1(gold, said, ("normal", "abnormal")) == expected
     # by hand: normal tp1 fp0 fn1 -> 2/3; abnormal tp2 fp1 fn1 (the None) -> 4/6
     assert expected == pytest.approx(2 / 3)
+
+
+def test_per_item_values_are_on_0_to_100_for_every_task(tmp_path: Path) -> None:
+    """Sentence BLEU comes on sacrebleu's 0-100 already, ROUGE and accuracy as shares: a perfect
+    rewrite is 100, not 10,000 (the demo's first report showed 4562 for SmolLM2)."""
+    items = [
+        SentenceItem(f"s{i}", f"lungs are unremarkable {i}.", CHEST, abnormal=False, ambiguous=True,
+                     rewrite=f"lungs are normal {i}.", split="test" if i < 3 else "train")
+        for i in range(6)
+    ]  # fmt: skip
+    answers = {x.id: str(x.rewrite) for x in items if x.split == "test"}
+    folder = write_baseline_arm(
+        "rewriting", items, answers, "openai:http://127.0.0.1:1/v1@m", {}, tmp_path / "r"
+    )
+    assert list(comparisons.per_item(read_arm(folder)).values()) == pytest.approx([100.0] * 3)

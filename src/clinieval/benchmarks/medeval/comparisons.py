@@ -44,13 +44,24 @@ ITEM_METRIC: dict[TaskName, str] = {
 FAMILIES = ("adapted PLM", "prompted LLM")
 
 
+SCALE: dict[TaskName, float] = {
+    "abnormality": 100.0,
+    "ambiguity": 100.0,
+    "codes": 100.0,
+    "summarization": 100.0,
+    "rewriting": 1.0,
+}
+"""What turns a task's per-answer score into 0-100: sentence BLEU is already on that scale
+(sacrebleu's), accuracy and ROUGE are shares."""
+
+
 def per_item(arm: Arm) -> dict[str, float]:
-    """Sample id -> the arm's per-item score x100, failed calls and unqualified answers as 0."""
+    """Sample id -> the arm's per-item score on 0-100, failed calls and unqualified answers as 0."""
     out: dict[str, float] = {}
     for r in arm.records:
         score = r.scores.get(f"medeval_{arm.task}")
         value = None if score is None else score.value
-        out[r.sample.id] = 100.0 * (value or 0.0)
+        out[r.sample.id] = SCALE[arm.task] * (value or 0.0)
     return out
 
 
@@ -97,10 +108,7 @@ def choose(candidates: Sequence[Arm], validation: Sequence[Arm]) -> Choice:
         return Choice(best, "best validation score", scores)
     picked = _paper_setting(first.task, candidates)
     missing = len(candidates) - len(scores)
-    how = (
-        f"fixed in advance ({picked.setting}): {missing} of {len(candidates)} settings have no "
-        "validation run, so none was chosen (a test score never chooses)"
-    )
+    how = f"the paper's setting, fixed in advance ({missing} of {len(candidates)} without a validation run)"
     return Choice(picked, how, scores)
 
 

@@ -227,7 +227,8 @@ def _pm(entry: JSON | None) -> str:
     if not entry:
         return "—"
     low, high = entry["ci"]
-    return f"{entry['value']:+.1f} [{low:+.1f} to {high:+.1f}], p={entry['p']:.3f}"
+    p = "p<0.001" if entry["p"] < 0.001 else f"p={entry['p']:.3f}"
+    return f"{entry['value']:+.1f} [{low:+.1f} to {high:+.1f}], {p}"
 
 
 def _members(members: Sequence[JSON]) -> str:
