@@ -19,7 +19,7 @@ import csv
 import gzip
 import json
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,6 @@ from typing import Any
 from clinieval.errors import UserError, shown
 from clinieval.fsutil import spreadsheet_text
 from clinieval.review.items import ReviewItem, read_items
-
-PEEK_BYTES = 1 << 16
-"""How much of a file detection reads: enough for a header or a first JSON line, never the file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,33 +59,47 @@ class ReviewSource:
 # --- cheap detection ---------------------------------------------------------------------------
 
 
-def _head(path: Path) -> str | None:
-    """The first bytes of ``path`` as text (gzip-decompressed for ``.gz``), None when unreadable."""
+def _lines(path: Path) -> Iterator[str]:
+    """The lines of ``path`` as text, one at a time and each whole whatever its length (a JSON
+    Lines item holding a long record can be megabytes), gzip-decompressed for ``.gz``. Detection
+    stops at the first line it needs, so it never reads the rest of the file."""
+    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as f:
+        for i, raw in enumerate(f):
+            yield raw.decode("utf-8-sig" if i == 0 else "utf-8", errors="replace").rstrip("\r\n")
+
+
+def first_line(path: Path, *, skip_blank: bool = False) -> str | None:
+    """The first line of ``path`` (the first non-blank one with ``skip_blank``), None when the file
+    is unreadable or has none."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as g:
-                data = g.read(PEEK_BYTES)
-        else:
-            with path.open("rb") as f:
-                data = f.read(PEEK_BYTES)
+        for line in _lines(path):
+            if line.strip() or not skip_blank:
+                return line
     except (OSError, EOFError, zlib.error):
         return None
-    return data.decode("utf-8-sig", errors="replace")
+    return None
+
+
+def is_blank(path: Path) -> bool:
+    """Whether ``path`` is a readable file with nothing but white space in it (an empty file)."""
+    if not path.is_file():
+        return False
+    try:
+        return not any(line.strip() for line in _lines(path))
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 def first_json_object(path: Path) -> dict[str, Any] | None:
     """The first non-blank line of a JSON Lines file as an object, None when it is not one."""
-    head = _head(path)
-    if head is None:
+    line = first_line(path, skip_blank=True)
+    if line is None:
         return None
-    for line in head.splitlines():
-        if line.strip():
-            try:
-                value = json.loads(line)
-            except (ValueError, RecursionError):
-                return None
-            return value if isinstance(value, dict) else None
-    return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def table_columns(path: Path) -> tuple[str, ...] | None:
@@ -105,12 +116,12 @@ def table_columns(path: Path) -> tuple[str, ...] | None:
         return None if obj is None else tuple(obj)
     if last not in (".csv", ".tsv"):
         return None
-    head = _head(path)
+    head = first_line(path)
     if not head:
         return None
     try:
-        header = next(csv.reader([head.splitlines()[0]], delimiter="\t" if last == ".tsv" else ","))
-    except (csv.Error, StopIteration, IndexError):
+        header = next(csv.reader([head], delimiter="\t" if last == ".tsv" else ","))
+    except (csv.Error, StopIteration):
         return None
     return tuple(c.strip() for c in header)
 
@@ -142,7 +153,7 @@ def _items_convert(paths: Sequence[Path]) -> Converted:
 ITEMS = ReviewSource(
     name="items",
     kind=None,
-    describe="review items, JSON Lines with item and prompt (docs/review.md); needs --kind",
+    describe="review items, JSON Lines with item and prompt (docs/review.md); needs --kind for a new study",
     accepts=_items_accepts,
     convert=_items_convert,
 )
@@ -182,6 +193,8 @@ def pick_source(sources: Sequence[ReviewSource], paths: Sequence[Path], name: st
     for p in paths:
         if not p.exists():
             raise UserError(f"{p}: not found")
+        if is_blank(p):
+            raise UserError(f"{p} is empty: nothing to import")
     if name is not None:
         for s in sources:
             if s.name == name:
@@ -200,21 +213,37 @@ def pick_source(sources: Sequence[ReviewSource], paths: Sequence[Path], name: st
     )
 
 
-def study_kind(source: ReviewSource, kind: str | None) -> str:
+def study_kind(
+    source: ReviewSource, kind: str | None, study: str | None = None, existing: str | None = None
+) -> str:
     """The study kind of an import: the source's own, which ``--kind`` may repeat but not change;
-    the generic items file needs ``--kind``."""
+    the generic items file needs ``--kind``, except into an existing study (``study``, of kind
+    ``existing``), which keeps the kind it was made with: a different one is refused."""
     if source.kind is None:
-        if kind is None:
+        if kind is None and existing is None:
             raise UserError(
                 f"{source.name}: say what reviewers do with --kind (rank, rate, question, sentence)"
             )
-        return kind
-    if kind is not None and kind != source.kind:
+        wanted = kind or existing
+    else:
+        if kind is not None and kind != source.kind:
+            raise UserError(
+                f"these files are read by {source.name}, which makes a {source.kind} study; --kind {kind}"
+                " conflicts with it: leave --kind out"
+            )
+        wanted = source.kind
+    assert wanted is not None
+    if existing is not None and wanted != existing:
+        if source.kind is None:
+            raise UserError(
+                f"study {study!r} is a {existing} study; --kind {kind} would change it:"
+                " leave --kind out to add these items to it, or import them into a new study"
+            )
         raise UserError(
-            f"these files are read by {source.name}, which makes a {source.kind} study; --kind {kind}"
-            " conflicts with it: leave --kind out"
+            f"study {study!r} is a {existing} study; these files are read by {source.name}, which"
+            f" makes {wanted} studies: import them into a new study"
         )
-    return source.kind
+    return wanted
 
 
 # --- the way back ----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 A MedAlign comparison (one run folder per arm), EHRNoteQA free-text arms, or runs of any other
 task become items: each sample every run answered, with the sample's input as the question, its
-target as the reference answer, and each run's answer as one response named after the run's model
+target as the reference answer, its context (the patient's record or notes the models were asked
+about) as the item's context, and each run's answer as one response named after the run's model
 (and its strategy or format when runs differ only there). Read from the run folders alone, so no
 benchmark's code is needed. A sample is left out, and counted, when it has no reference or when
 some run failed on it (a failed call is not an answer to judge).
@@ -45,6 +46,12 @@ def _labels(runs: Sequence[RunDir]) -> list[str]:
     ]
 
 
+def _record(records: Sequence[SampleRecord]) -> str:
+    """The record the sample was asked about: the whole of the sample's context (a run keeps it
+    whole, whatever part of it a context policy gave the model), the first run's when runs differ."""
+    return next((r.sample.context for r in records if r.sample.context), "")
+
+
 def runs_to_set(paths: Sequence[Path]) -> Converted:
     """The samples every run answered, as items (sorted by sample id)."""
     if len(paths) < 2:
@@ -72,7 +79,16 @@ def runs_to_set(paths: Sequence[Path]) -> Converted:
         responses = tuple(
             Response(label, r.output.text) for label, r in zip(labels, records, strict=True) if r.output
         )
-        items.append(JudgeItem(sid, sample.input, str(sample.target), responses, source=f"{paths[0]}:{sid}"))
+        items.append(
+            JudgeItem(
+                sid,
+                sample.input,
+                str(sample.target),
+                responses,
+                source=f"{paths[0]}:{sid}",
+                context=_record(records),
+            )
+        )
     return Converted(items, no_reference, failed)
 
 
@@ -81,6 +97,8 @@ def set_line(item: JudgeItem) -> dict[str, object]:
     line: dict[str, object] = {"id": item.id, "question": item.question, "reference": item.reference}
     if item.rationale is not None:
         line["rationale"] = item.rationale
+    if item.context:
+        line["context"] = item.context
     line["responses"] = [
         {"model": r.model, "text": r.text}
         | ({"ratings": {p: dataclasses.asdict(v) for p, v in r.ratings.items()}} if r.ratings else {})

@@ -3,13 +3,15 @@
 **JSON Lines**, one object per item::
 
     {"id": "q1", "question": "...", "reference": "...", "rationale": "... (optional)",
+     "context": "the record the question is about (optional)",
      "responses": [{"model": "a", "text": "...",
                     "ratings": {"dr_1": {"relevancy": 4, "fluency": 5, "correctness": 3}}}, ...]}
 
 **CSV** (or TSV), one row per response, or per response and physician when rated: ``id``,
 ``question``, ``reference``, ``model``, ``response``, and optionally ``physician``, ``relevancy``,
-``fluency``, ``correctness``, ``rationale``. An item's question, reference and rationale must be
-the same on all its rows; a response's text the same on all of its physicians' rows.
+``fluency``, ``correctness``, ``rationale``, ``context``. An item's question, reference, rationale
+and context must be the same on all its rows; a response's text the same on all of its
+physicians' rows.
 
 Every mistake is one error naming the file, the line and the field. An item needs at least two
 responses from distinct models; ratings are whole numbers 1-5 with all three criteria or none.
@@ -100,7 +102,10 @@ def _item_json(obj: dict[str, Any], where: str) -> JudgeItem:
     rationale = obj.get("rationale")
     if rationale is not None and not isinstance(rationale, str):
         raise UserError(f"{where}: field 'rationale' must be text")
-    return _checked(JudgeItem(item_id, question, reference, responses, rationale or None, where))
+    context = obj.get("context", "")
+    if not isinstance(context, str):
+        raise UserError(f"{where}: field 'context' must be text")
+    return _checked(JudgeItem(item_id, question, reference, responses, rationale or None, where, context))
 
 
 def _checked(item: JudgeItem) -> JudgeItem:
@@ -146,7 +151,7 @@ def _add_row(
         if not value:
             raise UserError(f"{where}: field {name!r} is empty")
     item = items.setdefault(item_id, {"id": item_id, "where": where, "responses": {}})
-    for name in ("question", "reference", "rationale"):
+    for name in ("question", "reference", "rationale", "context"):
         value = cells.get(name) or ""
         if item.setdefault(name, value) != value:
             raise UserError(
@@ -177,5 +182,6 @@ def _build(item: dict[str, Any]) -> JudgeItem:
         reference=item["reference"],
         responses=responses,
         rationale=item.get("rationale") or None,
+        context=item.get("context") or "",
         source=item["where"],
     )

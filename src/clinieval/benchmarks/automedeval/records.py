@@ -56,6 +56,9 @@ class JudgeItem:
     rationale: str | None = None
     source: str = ""
     """Where it was read (``file:line``), for messages."""
+    context: str = ""
+    """The record or notes the question is about, when the answers were made from one (a run's
+    sample context): shown to physicians beside the answers in ``clinieval review``."""
 
     @property
     def models(self) -> tuple[str, ...]:

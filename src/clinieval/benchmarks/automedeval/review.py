@@ -1,9 +1,11 @@
 """AutoMedEval sets to and from clinician review in the browser (``clinieval review``).
 
 A judge-evaluation set becomes review items of the ``rate`` kind: the patient question as the
-prompt, the reference answer, one answer per response (``a1``, ``a2``, … — the model's name stays
-in the database and never reaches the page). Physicians rate each answer on Relevancy, Fluency
-and Knowledge Correctness (1-5), the paper's three criteria and the review app's default scales.
+prompt, the record it is about as the context (a set made from runs by ``automedeval convert``
+carries each sample's record), the reference answer, one answer per response (``a1``, ``a2``, …
+— the model's name stays in the database and never reaches the page). Physicians rate each
+answer on Relevancy, Fluency and Knowledge Correctness (1-5), the paper's three criteria and the
+review app's default scales.
 The review export's ``ratings.csv`` (``item, reviewer, model, relevancy, fluency, correctness``)
 then goes back into the set as each reviewer's ratings, so ``automedeval judge`` and ``analyze``
 compare judges with these physicians.
@@ -30,6 +32,7 @@ def to_review_items(items: Sequence[JudgeItem]) -> list[ReviewItem]:
         ReviewItem(
             item=x.id,
             prompt=x.question,
+            context=x.context,
             reference=x.reference,
             answers=tuple(AnswerIn(f"a{j}", r.model, r.text) for j, r in enumerate(x.responses, 1)),
             meta={"rationale": x.rationale} if x.rationale else {},
