@@ -12,18 +12,27 @@ number equals what ``clinieval analyze`` later reports on the export:
 * ``sentence``: alpha and pairwise kappa per label set (MedEval).
 
 A statistic the data does not define yet (one reviewer, no overlap, every rating equal) is
-``None`` and its reason is listed under ``undefined``: a live page must never fail or show NaN.
+``None`` and its reason is listed under ``undefined``, and in plain words under the section's
+``why`` (``why.alpha``, ``why.icc``, ``why.kappa``; the ranking's under the top level's
+``why.kendall_tau``): a live page must never fail or show NaN. Each alpha comes with ``alpha``:
+its 95 % CI (a percentile bootstrap over items, seeded), the units it rests on (answers or items
+reviewed by two or more reviewers) and the reviewers who rated them.
+
+:func:`disagreements` lists the items where reviewers differ most on one measure (a scale, a label
+set, the ranking...), their values side by side, for the admin to see what the numbers come from.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from itertools import combinations
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
-from sqlalchemy import Engine, select
+import numpy as np
+from sqlalchemy import Engine, func, select
 
 from clinieval.analysis import agreement as stats
 from clinieval.analysis.rank_agreement import inter_rater_kendall
@@ -31,6 +40,8 @@ from clinieval.analysis.rankings import ScoreTable
 from clinieval.errors import UserError
 from clinieval.fsutil import finite_json
 from clinieval.review.db import Answer, Assignment, Item, User, read_session
+from clinieval.review.items import excerpt
+from clinieval.review.kinds import Measure, get_kind
 from clinieval.review.store import get_study
 
 T = TypeVar("T")
@@ -43,7 +54,8 @@ Submission = tuple[str, str, dict[str, Any], dict[str, str]]
 """(reviewer, item key, payload, answer key -> model) of one submitted review."""
 
 RESAMPLES = 1000
-"""Bootstrap resamples for the tau CI: enough for a live view, cheap enough to recompute per page."""
+"""Bootstrap resamples for the tau and alpha CIs: enough for a live view, cheap enough to recompute
+per page (alpha's are summed from per-item coincidence matrices, not recomputed from the data)."""
 
 
 class _Undefined:
@@ -104,6 +116,90 @@ def _alpha(ratings: Ratings, level: stats.AlphaLevel, what: str, undefined: _Und
     return undefined.guard(what, lambda: stats.krippendorff_alpha(data, level_of_measurement=level))
 
 
+def _shared(ratings: Ratings) -> list[Unit]:
+    """The units rated by two or more reviewers: all that agreement rests on."""
+    counts = Counter(u for r in ratings.values() for u in r)
+    return sorted(u for u, n in counts.items() if n >= 2)
+
+
+def _raters(ratings: Ratings, units: Sequence[Unit]) -> int:
+    wanted = set(units)
+    return sum(1 for r in ratings.values() if wanted & set(r))
+
+
+def _word(value: object) -> str:
+    """A stored value in a sentence (the only true/false a kind stores is MedAlign's correct mark)."""
+    if isinstance(value, bool):
+        return "correct" if value else "incorrect"
+    return str(value)
+
+
+def why_undefined(ratings: Ratings) -> str | None:
+    """Why these ratings cannot measure agreement yet, in plain words; None when they can."""
+    reviewers = sum(1 for r in ratings.values() if r)
+    if reviewers == 0:
+        return "no review has been submitted yet"
+    if reviewers == 1:
+        return "only one reviewer has submitted so far; agreement needs two who reviewed the same items"
+    shared = _shared(ratings)
+    if not shared:
+        return "no item has been reviewed by two reviewers yet"
+    values = {ratings[r][u] for r in ratings for u in shared if u in ratings[r]}
+    if len(values) == 1:
+        return (
+            f"every rating is the same ({_word(next(iter(values)))}), so there is no variation to"
+            " measure agreement on (this is not disagreement)"
+        )
+    return None
+
+
+def _alpha_block(ratings: Ratings, level: stats.AlphaLevel) -> dict[str, Any]:
+    shared = _shared(ratings)
+    return {"ci": _alpha_ci(ratings, level), "units": len(shared), "raters": _raters(ratings, shared)}
+
+
+def _alpha_ci(ratings: Ratings, level: stats.AlphaLevel, resamples: int = RESAMPLES) -> list[float] | None:
+    """The 95 % percentile bootstrap CI of Krippendorff's alpha, items drawn with replacement (an
+    item's answers together, since they share a question and a reviewer), seeded. Alpha depends on
+    the data only through the coincidence matrix, a sum over units, so each item's share is summed
+    once and a resample is a weighted sum of those. None when fewer than two items overlap or most
+    resamples leave alpha undefined."""
+    units = _shared(ratings)
+    items = sorted({u[0] for u in units})
+    if len(ratings) < 2 or len(items) < 2:
+        return None
+    try:
+        # the analysis module's own coding and distances, so the CI is of the very same alpha
+        codes, domain = stats._coded_units([[r.get(u) for u in units] for r in ratings.values()], level)
+    except UserError:
+        return None
+    q = len(domain)
+    counts = np.zeros((len(units), q))
+    rater_idx, unit_idx = np.nonzero(codes >= 0)
+    np.add.at(counts, (unit_idx, codes[rater_idx, unit_idx]), 1.0)
+    m = counts.sum(axis=1)
+    per_unit = counts[:, :, None] * counts[:, None, :]
+    per_unit[:, np.arange(q), np.arange(q)] -= counts
+    per_unit /= (m - 1.0)[:, None, None]
+    index = {item: i for i, item in enumerate(items)}
+    by_item = np.zeros((len(items), q, q))
+    np.add.at(by_item, [index[u[0]] for u in units], per_unit)
+    rng = np.random.default_rng(0)
+    draws = rng.multinomial(len(items), np.full(len(items), 1.0 / len(items)), size=resamples)
+    replicates: list[float] = []
+    for o in (draws @ by_item.reshape(len(items), q * q)).reshape(resamples, q, q):
+        marginals = o.sum(axis=1)
+        n = float(marginals.sum())
+        d2 = stats._squared_distances(domain, marginals, level)
+        expected = float((np.outer(marginals, marginals) * d2).sum())
+        if n >= 2 and expected > 0:
+            replicates.append(1.0 - (n - 1.0) * float((o * d2).sum()) / expected)
+    if len(replicates) < resamples // 2:
+        return None
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
 def _kappas(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any]:
     """Cohen's kappa for every pair of reviewers on the units both labelled, and their mean."""
     pairs: list[dict[str, Any]] = []
@@ -122,11 +218,26 @@ def _kappas(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any
 
 
 def _labels(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any]:
+    alpha = _alpha(ratings, "nominal", what, undefined)
+    kappa = _kappas(ratings, what, undefined)
+    why = why_undefined(ratings)
     return {
-        "krippendorff_alpha_nominal": _alpha(ratings, "nominal", what, undefined),
-        "cohen_kappa": _kappas(ratings, what, undefined),
+        "krippendorff_alpha_nominal": alpha,
+        "alpha": _alpha_block(ratings, "nominal"),
+        "cohen_kappa": kappa,
         "items_with_overlap": _overlap(ratings),
+        "why": _whys(why, undefined, what, alpha=alpha, kappa=kappa["mean"]),
     }
+
+
+def _whys(why: str | None, undefined: _Undefined, what: str, **values: object) -> dict[str, str]:
+    """For each statistic that is None, why, in words (the data's reason, else the statistic's)."""
+    out: dict[str, str] = {}
+    for name, value in values.items():
+        if value is None:
+            fallback = next((r.split(": ", 1)[1] for r in undefined.reasons if r.startswith(what)), None)
+            out[name] = why or fallback or "not defined by these reviews"
+    return out
 
 
 def _kendall(ratings: Ratings, undefined: _Undefined) -> dict[str, Any] | None:
@@ -177,13 +288,21 @@ def _icc(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any] |
         "single": result[single].icc,
         "average": result[mean].icc,
         "ci_single": [result[single].ci_low, result[single].ci_high],
+        "ci_average": [result[mean].ci_low, result[mean].ci_high],
+        "name_single": "ICC(A,1)" if crossed else "ICC(1,1)",
+        "name_average": f"ICC(A,{k})" if crossed else f"ICC(1,{k})",
     }
 
 
 def _rank(subs: list[Submission], undefined: _Undefined) -> dict[str, Any]:
     ranks = _per_answer(subs, "rank")
     correct = _per_answer(subs, "correct")
-    return {"kendall_tau": _kendall(ranks, undefined), "correct": _labels(correct, "correct", undefined)}
+    tau = _kendall(ranks, undefined)
+    return {
+        "kendall_tau": tau,
+        "correct": _labels(correct, "correct", undefined),
+        "why": _whys(why_undefined(ranks), undefined, "Kendall's tau", kendall_tau=tau),
+    }
 
 
 def _rate(subs: list[Submission], config: Mapping[str, Any], undefined: _Undefined) -> dict[str, Any]:
@@ -191,10 +310,15 @@ def _rate(subs: list[Submission], config: Mapping[str, Any], undefined: _Undefin
     for scale in config["scales"]:
         name = scale["name"]
         ratings = _per_answer(subs, name)
+        alpha = _alpha(ratings, "ordinal", name, undefined)
+        icc = _icc(ratings, name, undefined)
         out[name] = {
-            "krippendorff_alpha_ordinal": _alpha(ratings, "ordinal", name, undefined),
-            "icc": _icc(ratings, name, undefined),
+            "label": scale["label"],
+            "krippendorff_alpha_ordinal": alpha,
+            "alpha": _alpha_block(ratings, "ordinal"),
+            "icc": icc,
             "items_with_overlap": _overlap(ratings),
+            "why": _whys(why_undefined(ratings), undefined, name, alpha=alpha, icc=icc),
         }
     return {"scales": out}
 
@@ -236,3 +360,155 @@ def study_agreement(engine: Engine, study: str) -> dict[str, Any]:
     out["undefined"] = undefined.reasons
     result: dict[str, Any] = finite_json(out)
     return result
+
+
+def measure_sections(result: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The parts of a :func:`study_agreement` result by measure key (the keys of the study kind's
+    :meth:`~clinieval.review.kinds.Kind.measures`): what the admin page's tables read."""
+    out: dict[str, Mapping[str, Any]] = {}
+    if "kendall_tau" in result:
+        out["rank"] = {
+            "kendall_tau": result["kendall_tau"],
+            "reviewers": result.get("reviewers"),
+            "why": result.get("why") or {},
+        }
+    for key in ("correct", "decision"):
+        if isinstance(result.get(key), Mapping):
+            out[key] = result[key]
+    for group in ("scales", "labels"):
+        out.update(result.get(group) or {})
+    return out
+
+
+# --- where reviewers differ, item by item -----------------------------------------------------------
+
+MAX_DISAGREEMENTS: Final = 200
+"""Items listed at most (the largest gaps first): enough to see a pattern, small enough for a page."""
+EXCERPT_CHARS: Final = 90
+
+
+class UnknownMeasure(UserError):
+    """The study's kind measures nothing by that name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Disagreement:
+    """One item where reviewers differ on a measure: its key, a preview of its question, the gap
+    (ordered values: the largest difference between two reviewers on one answer; labels: how many
+    answers, or whether the item, got different values), and the values side by side: one row per
+    answer (named by the start of its text, never by its model) or one row for the item, one column
+    per reviewer (``—`` where a reviewer gave none)."""
+
+    item: str
+    preview: str
+    gap: int
+    reviewers: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Disagreements:
+    study: str
+    measure: Measure
+    measures: tuple[Measure, ...]
+    compared: int
+    """Items with submitted reviews from two or more reviewers."""
+    items: tuple[Disagreement, ...]
+    """The items where they differ (at most :data:`MAX_DISAGREEMENTS`), the largest gap first."""
+    differing: int
+    """How many items differ in all (``items`` may be cut)."""
+
+
+def _shown(value: object) -> str:
+    return "—" if value is None else _word(value)
+
+
+def _gaps(measure: Measure, by_reviewer: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """Each unit's gap between reviewers: the largest difference (ordered) or 1 when they differ."""
+    units = sorted({u for values in by_reviewer.values() for u in values})
+    out: dict[str, int] = {}
+    for unit in units:
+        given = [v[unit] for v in by_reviewer.values() if unit in v]
+        if len(given) < 2:
+            out[unit] = 0
+        elif measure.ordered and all(isinstance(g, int | float) and not isinstance(g, bool) for g in given):
+            out[unit] = int(max(given) - min(given))
+        else:
+            out[unit] = int(len({_key(g) for g in given}) > 1)
+    return out
+
+
+def _key(value: object) -> str:
+    """A value as a hashable key (labels are text; a stored value could in principle be a list)."""
+    return repr(value)
+
+
+def disagreements(engine: Engine, study: str, on: str | None = None) -> Disagreements:
+    """The items of ``study`` where submitted reviews differ on the measure ``on`` (a key of the
+    kind's :meth:`~clinieval.review.kinds.Kind.measures`; the first when None), the largest gap
+    first (then the largest total, then the data's order). Items where every reviewer agrees, or
+    that only one reviewer has submitted, are counted but not listed."""
+    with read_session(engine) as s:
+        row = get_study(s, study)
+        measures = get_kind(row.kind).measures(row.config)
+        measure = next((m for m in measures if on is None or m.key == on), None)
+        if measure is None:
+            names = ", ".join(m.key for m in measures)
+            raise UnknownMeasure(f"study {study!r} has no measure {on!r}; it has {names}")
+        reviews = s.execute(
+            select(
+                User.name,
+                Item.id,
+                Item.key,
+                func.substr(Item.prompt, 1, 4 * EXCERPT_CHARS),
+                Assignment.payload,
+            )
+            .join(User, Assignment.user_id == User.id)
+            .join(Item, Assignment.item_id == Item.id)
+            .where(Assignment.study_id == row.id, Assignment.status == "submitted")
+            .order_by(Item.id, User.name)
+        ).all()
+        texts: dict[int, dict[str, str]] = defaultdict(dict)
+        if measure.per_answer:
+            for item_id, key, text in s.execute(
+                select(Answer.item_id, Answer.key, func.substr(Answer.text, 1, 4 * EXCERPT_CHARS))
+                .join(Item, Answer.item_id == Item.id)
+                .where(Item.study_id == row.id)
+            ).all():
+                texts[item_id][key] = text or ""
+    per_item: dict[int, tuple[str, str, dict[str, dict[str, Any]]]] = {}
+    for reviewer, item_id, key, prompt, payload in reviews:
+        entry = per_item.setdefault(item_id, (key, prompt or "", {}))
+        entry[2][reviewer] = measure.values(payload or {})
+    found: list[tuple[int, int, int, Disagreement]] = []
+    compared = 0
+    for order, (item_id, (key, prompt, by_reviewer)) in enumerate(per_item.items()):
+        if len(by_reviewer) < 2:
+            continue
+        compared += 1
+        gaps = _gaps(measure, by_reviewer)
+        gap = max(gaps.values(), default=0) if measure.ordered else sum(gaps.values())
+        if gap <= 0:
+            continue
+        reviewers = tuple(sorted(by_reviewer))
+        label = (
+            {u: f"“{excerpt(texts[item_id].get(u, ''), EXCERPT_CHARS)}”" for u in gaps}
+            if measure.per_answer
+            else {}
+        )
+        units = sorted(gaps, key=lambda u: (-gaps[u], label.get(u, "")))
+        rows = tuple(
+            (label.get(u, measure.label), tuple(_shown(by_reviewer[r].get(u)) for r in reviewers))
+            for u in units
+        )
+        shown = Disagreement(key, excerpt(prompt, EXCERPT_CHARS), gap, reviewers, rows)
+        found.append((-gap, -sum(gaps.values()), order, shown))
+    found.sort(key=lambda f: f[:3])
+    return Disagreements(
+        study=study,
+        measure=measure,
+        measures=measures,
+        compared=compared,
+        items=tuple(f[3] for f in found[:MAX_DISAGREEMENTS]),
+        differing=len(found),
+    )

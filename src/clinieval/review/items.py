@@ -175,6 +175,18 @@ def write_items(path: Path, items: Iterable[ReviewItem]) -> None:
     atomic_write_jsonl(path, (i.to_json() for i in items))
 
 
+def excerpt(text: str, limit: int) -> str:
+    """``text`` on one line (runs of white space as one space), cut to about ``limit`` characters
+    at a word break with "…" when longer: what a list shows for an item's question or an answer."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit)
+    if cut < limit * 2 // 3:
+        cut = limit
+    return flat[:cut].rstrip() + "…"
+
+
 def difference(a: ReviewItem, b: ReviewItem) -> str | None:
     """The first field in which two versions of one item differ, or None when they are the same;
     re-importing a study uses it to refuse a changed item by naming what changed."""

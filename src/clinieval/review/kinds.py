@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol
 
 from clinieval.errors import UserError
@@ -122,6 +123,40 @@ def _answer_map(
     return {k: _object(answers[k], _labelled(k, names)) for k in keys if k in answers}
 
 
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """One thing two reviewers' submissions can agree or differ on: a scale, a label set, a rank,
+    a correct mark, a decision. ``path`` is where its value sits, inside each answer's entry of the
+    payload (``per_answer``) or in the payload itself; ``ordered`` values are numbers whose gap
+    means something (scores, ranks), the others labels that match or not."""
+
+    key: str
+    label: str
+    path: tuple[str, ...]
+    per_answer: bool
+    ordered: bool
+
+    def values(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Each unit's value in a stored payload: answer key -> value for a per-answer measure,
+        ``""`` -> value for a per-item one; units without a value are left out."""
+        if self.per_answer:
+            answers = payload.get("answers")
+            if not isinstance(answers, Mapping):
+                return {}
+            found = {k: _at(v, self.path) for k, v in answers.items()}
+            return {k: v for k, v in found.items() if v is not None}
+        value = _at(payload, self.path)
+        return {} if value is None else {"": value}
+
+
+def _at(value: object, path: Sequence[str]) -> Any:
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
 # --- the kinds ----------------------------------------------------------------------------------
 
 
@@ -130,7 +165,18 @@ class Kind(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    label: ClassVar[str]
+    """What a reviewer does, in plain words, for the queue ("Rate answers")."""
     config_keys: ClassVar[tuple[str, ...]]
+
+    def preview(self, prompt: str, fields: Mapping[str, Any]) -> str:
+        """The text that stands for an item in the reviewer's queue: its prompt by default."""
+        return prompt
+
+    @abstractmethod
+    def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
+        """What reviewers' submissions are compared on (the admin's agreement tables and the
+        per-item disagreements), in the order the admin page shows them."""
 
     def config(self, raw: Mapping[str, Any] | None) -> dict[str, Any]:
         """The full config: ``raw`` checked and completed with defaults (stored with the study, so
@@ -162,6 +208,7 @@ class Kind(ABC):
 class RankKind(Kind):
     name = "rank"
     description = "rank all answers, mark each correct or incorrect with reasons and a rationale (MedAlign)"
+    label = "Rank answers"
     config_keys = ("ties",)
 
     def _config(self, given: dict[str, Any]) -> dict[str, Any]:
@@ -173,6 +220,12 @@ class RankKind(Kind):
     def check_item(self, item: ItemShape, where: str) -> None:
         if len(item.answer_keys) < 2:
             raise UserError(f"{where}: a rank study needs at least 2 answers per item")
+
+    def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
+        return (
+            Measure("rank", "Ranking", ("rank",), per_answer=True, ordered=True),
+            Measure("correct", "Correct or incorrect", ("correct",), per_answer=True, ordered=False),
+        )
 
     def validate(
         self,
@@ -239,6 +292,7 @@ class RankKind(Kind):
 class RateKind(Kind):
     name = "rate"
     description = "score each answer 1-5 on named scales (AutoMedEval)"
+    label = "Rate answers"
     config_keys = ("scales",)
 
     def _config(self, given: dict[str, Any]) -> dict[str, Any]:
@@ -263,6 +317,12 @@ class RateKind(Kind):
         if not item.answer_keys:
             raise UserError(f"{where}: a rate study needs at least 1 answer per item")
 
+    def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
+        scales = config["scales"]
+        return tuple(
+            Measure(s["name"], s["label"], (s["name"],), per_answer=True, ordered=True) for s in scales
+        )
+
     def validate(
         self,
         payload: object,
@@ -286,14 +346,24 @@ class RateKind(Kind):
 class QuestionKind(Kind):
     name = "question"
     description = "keep, revise or discard a generated item, editing its fields (EHRNoteQA build review)"
+    label = "Review a generated question"
     config_keys = ()
 
     def _config(self, given: dict[str, Any]) -> dict[str, Any]:
         return {}
 
+    def preview(self, prompt: str, fields: Mapping[str, Any]) -> str:
+        """The generated question itself, when the item has one as text (every item of a build
+        review shares one prompt, "Review this generated question")."""
+        question = fields.get("question")
+        return question if isinstance(question, str) and question.strip() else prompt
+
     def check_item(self, item: ItemShape, where: str) -> None:
         for name in item.fields:
             _column_name(name, f"{where}: field")
+
+    def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
+        return (Measure("decision", "Decision", ("decision",), per_answer=False, ordered=False),)
 
     def validate(
         self,
@@ -353,6 +423,7 @@ def _same_shape(original: object, edited: object, what: str) -> None:
 class SentenceKind(Kind):
     name = "sentence"
     description = "label a sentence on each label set and rewrite it (MedEval)"
+    label = "Label sentence"
     config_keys = ("labels",)
 
     def _config(self, given: dict[str, Any]) -> dict[str, Any]:
@@ -371,6 +442,10 @@ class SentenceKind(Kind):
                 raise UserError(f"label set {name!r} needs at least 2 distinct text values")
             labels[name] = list(values)
         return {"labels": labels}
+
+    def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
+        sets = config["labels"]
+        return tuple(Measure(name, name, ("labels", name), per_answer=False, ordered=False) for name in sets)
 
     def validate(
         self,

@@ -28,6 +28,20 @@
     });
   }
 
+  // --- the Save/Submit bar stays at the window's bottom: never over the field being worked on -----
+  // (the stylesheet's scroll-padding covers what the browser scrolls into view itself; focus from
+  // Tab or a click does not honour it, so a field that is on screen but under the bar is lifted)
+  var bar = form ? form.querySelector(".actions") : null;
+  if (bar) {
+    form.addEventListener("focusin", function (event) {
+      var field = event.target;
+      if (!field || !field.getBoundingClientRect || bar.contains(field)) return;
+      var box = field.getBoundingClientRect();
+      var over = box.bottom - bar.getBoundingClientRect().top;
+      if (over > 0) window.scrollBy(0, Math.min(over + 12, Math.max(box.top - 12, 0)));
+    });
+  }
+
   // --- ranking ----------------------------------------------------------------------------------
   var list = document.querySelector("ol.rank-list");
 

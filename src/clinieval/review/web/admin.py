@@ -1,16 +1,18 @@
-"""The administrator's pages: ``/admin`` (every study's progress) and ``/admin/studies/{name}``
-(progress per reviewer and the live inter-rater agreement).
+"""The administrator's pages: ``/admin`` (every study's progress), ``/admin/studies/{name}``
+(progress per reviewer and the live inter-rater agreement, one table per scale or label set) and
+``/admin/studies/{name}/disagreements`` (the items where reviewers differ most on one measure).
 
-Admins see counts and agreement, never a reviewer's individual answers and never a model name:
-whatever the agreement module returns is rendered generically, so any text in it that names one of
-the study's models is replaced before it reaches the page (blinding holds for admins too, who may
-also review). A reviewer asking for these pages gets 403 before any study is looked up.
+Admins see counts, agreement and, on the disagreements page, the reviewers' scores, ranks or labels
+side by side, never a reviewer's written text (rationales, comments, rewrites) and never a model
+name: answers are named by the start of their text, and any text that names one of the study's
+models is replaced before it reaches the page (blinding holds for admins too, who may also
+review). A reviewer asking for these pages gets 403 before any study is looked up.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Final
 
 from fastapi import APIRouter, Depends, Request
@@ -20,15 +22,13 @@ from sqlalchemy import Engine
 from clinieval.errors import UserError
 from clinieval.review import store
 from clinieval.review.db import User
-from clinieval.review.web import data
+from clinieval.review.web import agreement_view, data
 from clinieval.review.web.render import render
 from clinieval.review.web.security import NotFound, current_admin, engine_of
 
 router = APIRouter()
 
 HIDDEN: Final = "[model hidden]"
-MAX_ROWS: Final = 500
-"""Agreement rows shown at most (a per-item breakdown of a large study would swamp the page)."""
 
 
 @router.get("/admin", response_class=HTMLResponse)
@@ -46,53 +46,64 @@ def admin_study(request: Request, name: str, user: User = Depends(current_admin)
         progress = store.progress(engine, name)
     except store.NotFound:
         raise NotFound("No study of that name.") from None
-    rows, note = agreement_rows(engine, name)
-    values = {"user": user, "progress": progress, "agreement": rows, "agreement_note": note}
+    tables, summary, note = agreement_tables(engine, name)
+    values = {
+        "user": user,
+        "progress": progress,
+        "agreement": tables,
+        "agreement_summary": summary,
+        "agreement_note": note,
+        "conventions": agreement_view.CONVENTIONS,
+    }
     return render(request, "admin_study.html", values)
 
 
-def agreement_rows(engine: Engine, study: str) -> tuple[list[tuple[str, str]], str | None]:
-    """The study's agreement as (measure, value) rows, or no rows and a note saying why."""
+def agreement_tables(engine: Engine, study: str) -> tuple[list[agreement_view.Table], str | None, str | None]:
+    """The study's agreement as one table per measure, a summary line (how many submitted reviews
+    from how many reviewers it rests on), or no tables and a note saying why."""
     try:
         from clinieval.review.agreement import study_agreement  # numpy and scipy: loaded on first use
     except ImportError:  # pragma: no cover - the module ships with this package
-        return [], "Agreement: not available yet."
+        return [], None, "Agreement: not available yet."
     try:
         result = study_agreement(engine, study)
     except UserError as e:
-        return [], f"Agreement: not available yet ({e})."
+        return [], None, f"Agreement: not available yet ({e})."
     hide = redactor(data.study_sources(engine, study))
-    rows = [(hide(k), hide(v)) for k, v in flatten(result)]
-    if not rows:
-        return [], "Agreement: not available yet (no submitted reviews overlap)."
-    note = f"Showing the first {MAX_ROWS} of {len(rows)} rows." if len(rows) > MAX_ROWS else None
-    return rows[:MAX_ROWS], note
+    tables = agreement_view.tables(result, data.study_measures(engine, study), hide)
+    n, reviewers = result.get("submitted", 0), result.get("reviewers", 0)
+    plural = ("" if n == 1 else "s", "" if reviewers == 1 else "s")
+    summary = (
+        f"From {n} submitted review{plural[0]} by {reviewers} reviewer{plural[1]} (drafts are not counted)."
+    )
+    return tables, summary, None
 
 
-def flatten(value: object, prefix: str = "") -> Iterator[tuple[str, str]]:
-    """Nested mappings and lists as ``a / b / c`` → value rows, numbers shown to 3 decimals."""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            yield from flatten(v, f"{prefix} / {k}" if prefix else str(k))
-    elif isinstance(value, list | tuple) and not all(_scalar(v) for v in value):
-        for i, v in enumerate(value, 1):
-            yield from flatten(v, f"{prefix} / {i}")
-    else:
-        yield prefix or "value", shown(value)
+@router.get("/admin/studies/{name}/disagreements", response_class=HTMLResponse)
+def admin_disagreements(request: Request, name: str, user: User = Depends(current_admin)) -> Response:
+    """``?on=MEASURE`` (a scale, a label set, ``rank``, ``correct``, ``decision``; the first when
+    left out): the items where reviewers differ most on it, their values side by side. Answers are
+    named by the start of their text, never by their model or their import key."""
+    from clinieval.review.agreement import UnknownMeasure, disagreements
 
-
-def _scalar(value: object) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
-
-
-def shown(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return {True: "yes", False: "no", None: "—"}[value]
-    if isinstance(value, float):
-        return "—" if not math.isfinite(value) else f"{value:.3f}"
-    if isinstance(value, list | tuple):
-        return ", ".join(shown(v) for v in value)
-    return str(value)
+    engine = engine_of(request)
+    try:
+        found = disagreements(engine, name, request.query_params.get("on"))
+    except store.NotFound:
+        raise NotFound("No study of that name.") from None
+    except UnknownMeasure:
+        raise NotFound("This study has no such measure.") from None
+    hide = redactor(data.study_sources(engine, name))
+    items = [
+        replace(
+            d,
+            preview=hide(d.preview),
+            rows=tuple((hide(what), tuple(hide(v) for v in values)) for what, values in d.rows),
+        )
+        for d in found.items
+    ]
+    values = {"user": user, "found": found, "items": items, "measure_label": hide(found.measure.label)}
+    return render(request, "admin_disagreements.html", values)
 
 
 def redactor(sources: list[str]) -> Callable[[str], str]:

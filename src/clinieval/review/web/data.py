@@ -14,14 +14,20 @@ the same as one that does not exist.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from clinieval.review.db import Answer, Assignment, Item, Study, read_session
+from clinieval.review.items import excerpt
+from clinieval.review.kinds import Measure, get_kind
 from clinieval.review.store import letter
+
+PREVIEW_CHARS: Final = 120
+"""How much of an item's question the queue shows (cut at a word break, with "…")."""
 
 
 @dataclass(frozen=True)
@@ -140,3 +146,87 @@ def study_sources(engine: Engine, name: str) -> list[str]:
             .distinct()
         )
         return [s for s in session.execute(stmt).scalars() if s]
+
+
+# --- the queue ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One assignment in its reviewer's queue: the item's key and a preview of its question."""
+
+    id: int
+    item: str
+    preview: str
+    status: str
+
+
+@dataclass(frozen=True)
+class QueueStudy:
+    """One study's part of a reviewer's queue, its rows in the data's order (the order the items
+    were imported, the same for every reviewer and every visit)."""
+
+    name: str
+    label: str
+    """What the reviewer does, in plain words (the kind's label: "Rate answers")."""
+    rows: tuple[QueueRow, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.rows)
+
+    @property
+    def done(self) -> int:
+        return sum(r.status == "submitted" for r in self.rows)
+
+    @property
+    def next_up(self) -> QueueRow | None:
+        """Where to start: the first row not yet submitted (None when every one is)."""
+        return next((r for r in self.rows if r.status != "submitted"), None)
+
+    @property
+    def started(self) -> bool:
+        """Whether anything was saved yet: the button says Continue rather than Start."""
+        return any(r.status != "pending" for r in self.rows)
+
+
+def queue(engine: Engine, user_id: int) -> list[QueueStudy]:
+    """``user_id``'s assignments by study (studies by name), with a preview of each question."""
+    stmt = (
+        select(
+            Assignment.id,
+            Study.name,
+            Study.kind,
+            Item.key,
+            func.substr(Item.prompt, 1, 4 * PREVIEW_CHARS),
+            Item.fields,
+            Assignment.status,
+        )
+        .join(Study, Assignment.study_id == Study.id)
+        .join(Item, Assignment.item_id == Item.id)
+        .where(Assignment.user_id == user_id)
+        .order_by(Study.name, Item.id)
+    )
+    with read_session(engine) as session:
+        rows = session.execute(stmt).all()
+    studies: dict[str, tuple[str, list[QueueRow]]] = {}
+    for aid, study, kind_name, key, prompt, fields, status in rows:
+        kind = get_kind(kind_name)
+        shown = excerpt(kind.preview(prompt or "", fields or {}), PREVIEW_CHARS)
+        studies.setdefault(study, (kind.label, []))[1].append(QueueRow(aid, key, shown, status))
+    return [QueueStudy(name, label, tuple(r)) for name, (label, r) in studies.items()]
+
+
+def queue_totals(studies: Sequence[QueueStudy]) -> tuple[int, int]:
+    """(submitted, assigned) over every study of a queue."""
+    return sum(s.done for s in studies), sum(s.total for s in studies)
+
+
+def study_measures(engine: Engine, name: str) -> tuple[Measure, ...]:
+    """What the study's reviewers are compared on (its kind's measures under its config); none
+    for a study that does not exist."""
+    with read_session(engine) as session:
+        row = session.execute(select(Study.kind, Study.config).where(Study.name == name)).one_or_none()
+    if row is None:
+        return ()
+    return get_kind(row.kind).measures(row.config or {})

@@ -15,6 +15,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from clinieval.review.kinds import get_kind
 from clinieval.review.store import letter
 from clinieval.review.web.security import csrf_token, optional_user
 
@@ -32,7 +33,13 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.globals["letter"] = letter
+    env.globals["kind_label"] = kind_label
     return env
+
+
+def kind_label(name: str) -> str:
+    """A study kind as the pages say it, in plain words ("Rate answers")."""
+    return get_kind(name).label
 
 
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:

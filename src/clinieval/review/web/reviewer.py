@@ -32,13 +32,18 @@ FLASH = {
 }
 
 
+STATUS_WORDS = {"pending": "Not started", "draft": "Draft saved", "submitted": "Submitted"}
+"""A status as the queue says it."""
+
+
 @router.get("/", response_class=HTMLResponse)
 def queue_page(request: Request, user: User = Depends(current_user)) -> Response:
-    entries = store.reviewer_queue(engine_of(request), user)
-    studies: dict[str, list[store.QueueEntry]] = {}
-    for entry in sorted(entries, key=lambda e: (e.study, e.id)):
-        studies.setdefault(entry.study, []).append(entry)
-    return render(request, "queue.html", {"user": user, "studies": studies})
+    """The reviewer's queue: a preview of every question, in the data's order, what is done, and
+    a button to the first unfinished item of each study."""
+    studies = data.queue(engine_of(request), user.id)
+    done, total = data.queue_totals(studies)
+    values = {"user": user, "studies": studies, "done": done, "total": total, "status_words": STATUS_WORDS}
+    return render(request, "queue.html", values)
 
 
 def owned(request: Request, assignment_id: int, user: User) -> data.AssignmentView:
