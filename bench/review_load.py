@@ -253,15 +253,20 @@ def check(db: str, reviewers: list[Reviewer]) -> dict[str, Any]:
     from sqlalchemy import select
 
     from clinieval.review import store
-    from clinieval.review.db import Assignment, Audit, read_session
+    from clinieval.review.db import ACTIONS, Assignment, Audit, read_session
 
     engine = store.connect(db)
     try:
         with read_session(engine) as s:
             versions = {aid: v for aid, v in s.execute(select(Assignment.id, Assignment.version)).all()}
-            audit = s.execute(
-                select(Audit.assignment_id, Audit.old_version, Audit.new_version, Audit.action)
-            ).all()
+            # saves and submissions (the trail also records sign-ins and the setup's imports), which
+            # always name their assignment and versions: a row without them would count as lost
+            saves = select(Audit.assignment_id, Audit.old_version, Audit.new_version, Audit.action)
+            audit = [
+                (aid, old, new, action)
+                for aid, old, new, action in s.execute(saves.where(Audit.action.in_(ACTIONS))).all()
+                if aid is not None and old is not None and new is not None
+            ]
     finally:
         engine.dispose()
     told = Counter((aid, v, action) for r in reviewers for aid, v, action in r.accepted)

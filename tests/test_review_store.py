@@ -89,7 +89,7 @@ def rank_payload(ranks: dict[str, int], correct: dict[str, bool]) -> dict[str, A
 
 def test_init_creates_current_schema_in_wal_mode_and_is_idempotent(db: str) -> None:
     engine = store.connect(db)
-    assert store.current_revision(engine) == "0001"
+    assert store.current_revision(engine) == "0002"
     secret = store.session_secret(engine)
     assert len(secret) >= 48
     store.init_db(db)  # again: nothing changes, the secret is kept
@@ -97,7 +97,7 @@ def test_init_creates_current_schema_in_wal_mode_and_is_idempotent(db: str) -> N
     with sqlite3.connect(db) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"users", "settings", "studies", "items", "answers", "assignments", "audit"} <= tables
+    assert {"users", "settings", "studies", "items", "answers", "assignments", "audit", "sessions"} <= tables
     with engine.connect() as conn:  # the app's own connections sync every commit (power-cut safe)
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
 
@@ -607,9 +607,12 @@ def test_serve_runs_a_real_server_on_loopback(db: str, tmp_path: Path) -> None:
 # --- PostgreSQL ---------------------------------------------------------------------------------------
 
 
-def test_postgres_init_import_assign_save_export(postgres_db_url: str, tmp_path: Path) -> None:
+def test_postgres_init_import_assign_save_export(
+    postgres_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLINIEVAL_REVIEW_SECRET_FILE", str(tmp_path / "review.secret"))  # not in ~/.config
     engine = store.init_db(postgres_db_url)
-    assert store.current_revision(store.connect(postgres_db_url)) == "0001"
+    assert store.current_revision(store.connect(postgres_db_url)) == "0002"
     for name in ("ann", "bob"):
         store.add_user(engine, name, "reviewer", PASSWORDS[name])
     store.import_items(engine, "med", "rank", None, [rank_item("q1", author="ann"), rank_item("q2")])

@@ -1,4 +1,4 @@
-"""The review web app: :func:`create_app` wires the pages, the session, the CSRF check and the
+"""The review web app: :func:`create_app` wires the pages, the sessions, the CSRF check and the
 error pages around one database engine; :func:`serve` runs it on the loopback interface.
 
 Why these defaults: the data is patient records and the people are clinicians on a hospital
@@ -22,16 +22,19 @@ from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.sessions import SessionMiddleware
 
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review.sessions import SessionKey, SessionPolicy, ThrottlePolicy
 from clinieval.review.web import admin, auth, context, reviewer
 from clinieval.review.web.render import STATIC, render
-from clinieval.review.web.security import Forbidden, LoginRequired, NotFound, csrf_guard
-
-SESSION_MAX_AGE: Final = 12 * 60 * 60
-"""A session lasts a working day from the last request (the cookie is refreshed on each one)."""
+from clinieval.review.web.security import (
+    CookieJar,
+    Forbidden,
+    LoginRequired,
+    NotFound,
+    WebSettings,
+    csrf_guard,
+)
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
@@ -48,9 +51,22 @@ HEADERS: Final = {
 }
 
 
-def create_app(engine: Engine) -> FastAPI:
+def create_app(
+    engine: Engine,
+    *,
+    secure_cookies: bool = False,
+    session_policy: SessionPolicy | None = None,
+    throttle: ThrottlePolicy | None = None,
+) -> FastAPI:
     """The app over ``engine``. Every route depends on :func:`csrf_guard` (a no-op for GET), so a
-    POST without the session's token never reaches a handler."""
+    POST without the session's token never reaches a handler.
+
+    ``secure_cookies`` marks the cookie ``Secure`` on every answer (it is anyway on a request that
+    came over HTTPS): what ``serve --allow-remote`` sets, as the app then sits behind an HTTPS
+    proxy while seeing plain HTTP itself. ``session_policy`` sets the idle and absolute session
+    lifetimes, ``throttle`` the failed sign-ins allowed (their defaults: 30 minutes, 12 hours; 5
+    per name and 20 per address in 15 minutes). The session key is read from its file beside the
+    database (made here when missing, e.g. for a copied database)."""
     from fastapi import Depends
 
     app = FastAPI(
@@ -61,27 +77,23 @@ def create_app(engine: Engine) -> FastAPI:
         dependencies=[Depends(csrf_guard)],
     )
     app.state.engine = engine
+    app.state.web = WebSettings(
+        key=SessionKey.for_url(engine.url),
+        policy=session_policy or SessionPolicy(),
+        throttle=throttle or ThrottlePolicy(),
+        secure_cookies=secure_cookies,
+    )
     for module in (auth, reviewer, context, admin):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _install_errors(app)
     app.middleware("http")(_headers)
-    app.add_middleware(
-        SessionMiddleware,
-        secret_key=store.session_secret(engine),
-        session_cookie="clinieval_review",
-        max_age=SESSION_MAX_AGE,
-        same_site="strict",
-        https_only=False,
-    )
+    app.add_middleware(CookieJar)
     return app
 
 
 async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """Security headers on every answer; a logged-in user's session is refreshed on each request
-    so a reviewer working all day is not logged out mid-item."""
-    if "uid" in request.session:
-        request.session["seen"] = True
+    """Security headers on every answer."""
     response = await call_next(request)
     for name, value in HEADERS.items():
         if name == "Cache-Control" and request.url.path.startswith("/static/"):
@@ -164,14 +176,19 @@ def check_host(host: str, allow_remote: bool) -> None:
 
 
 def serve(
-    engine: Engine, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, allow_remote: bool = False
+    engine: Engine,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_remote: bool = False,
+    session_policy: SessionPolicy | None = None,
 ) -> None:
-    """Run the app with uvicorn until interrupted (what ``clinieval review serve`` calls)."""
+    """Run the app with uvicorn until interrupted (what ``clinieval review serve`` calls). With
+    ``allow_remote`` (only behind an HTTPS proxy) the cookie is always ``Secure``."""
     import uvicorn
 
     check_host(host, allow_remote)
-    config = uvicorn.Config(
-        create_app(engine), host=host, port=port, server_header=False, proxy_headers=False
-    )
+    app = create_app(engine, secure_cookies=allow_remote, session_policy=session_policy)
+    config = uvicorn.Config(app, host=host, port=port, server_header=False, proxy_headers=False)
     logging.getLogger("uvicorn.access").addFilter(_NoQuery())  # after Config, which sets up logging
     uvicorn.Server(config).run()

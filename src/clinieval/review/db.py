@@ -41,14 +41,30 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, rela
 
 from clinieval.errors import UserError
 
-SCHEMA_REVISION: Final = "0001"
+SCHEMA_REVISION: Final = "0002"
 """The Alembic revision this code reads and writes (the head of ``migrations/versions``)."""
 
 ROLES: Final = ("admin", "reviewer")
 STATUSES: Final = ("pending", "draft", "submitted")
 ACTIONS: Final = ("save", "submit")
+AUDIT_ACTIONS: Final = (
+    *ACTIONS,
+    "login",
+    "logout",
+    "import",
+    "assign",
+    "user-add",
+    "user-remove",
+    "password-reset",
+    "revoke",
+    "rotate-secret",
+)
+"""What an audit row may record: a reviewer's save or submit, a sign-in or sign-out, and every
+administrative change (the commands' actor is the operating-system account that ran them)."""
 SESSION_SECRET_KEY: Final = "session_secret"
-"""The ``settings`` key of the secret that signs the web app's session cookies (made at init)."""
+"""The ``settings`` key where schema 0001 kept the cookie-signing secret; migration 0002 deletes
+it (the key now lives in a file beside the database: :mod:`clinieval.review.sessions`)."""
+THROTTLE_KINDS: Final = ("user", "address")
 
 _IMMEDIATE: Final = "clinieval_immediate"
 
@@ -107,6 +123,9 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(20))
     password_hash: Mapped[str] = mapped_column(String(500))
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    removed_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    """Set by ``review user remove``: the user can no longer log in, and the row stays so that
+    their saved reviews keep their author."""
 
     @property
     def is_admin(self) -> bool:
@@ -114,7 +133,8 @@ class User(Base):
 
 
 class Setting(Base):
-    """Installation-wide values, such as the session-signing secret made at ``review init``."""
+    """Installation-wide values (none secret: a secret here would be readable by anyone who can
+    read the database or one of its backups)."""
 
     __tablename__ = "settings"
 
@@ -202,21 +222,64 @@ class Assignment(Base):
     study: Mapped[Study] = relationship()
 
 
+AUDIT_CHECK: Final = "action IN ({})".format(", ".join(f"'{a}'" for a in AUDIT_ACTIONS))
+
+
 class Audit(Base):
-    """One change to an assignment: who, when, the payload before and after, the versions."""
+    """One write: who (``user_name``, kept as text so the row outlives the user), when, what
+    (``action``, the study and item it touched, ``detail``) and, for a save, the payload and
+    version before and after. The foreign keys only ever become NULL: no delete of a user or an
+    assignment removes its history."""
 
     __tablename__ = "audit"
-    __table_args__ = (CheckConstraint("action IN ('save', 'submit')", name="action"),)
+    __table_args__ = (CheckConstraint(AUDIT_CHECK, name="action"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"), index=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    assignment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("assignments.id", ondelete="SET NULL"), index=True, nullable=True
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    user_name: Mapped[str] = mapped_column(String(200))
     at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     action: Mapped[str] = mapped_column(String(20))
+    study: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    item: Mapped[str | None] = mapped_column(String(500), nullable=True)
     old: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     new: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    old_version: Mapped[int] = mapped_column(Integer)
-    new_version: Mapped[int] = mapped_column(Integer)
+    old_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    new_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class LoginSession(Base):
+    """One signed-in browser. The cookie holds a random id; this row holds only its keyed hash
+    (:func:`clinieval.review.sessions.id_hash`), so neither the database nor a backup of it
+    gives anyone a cookie that works."""
+
+    __tablename__ = "sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    last_seen: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    address: Mapped[str | None] = mapped_column(String(100), nullable=True)
+
+
+class LoginFailure(Base):
+    """One failed sign-in, counted against the name typed (case-folded, known or not) and the
+    address it came from; rows older than the throttling window are pruned."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (
+        CheckConstraint("kind IN ('user', 'address')", name="kind"),
+        Index(None, "kind", "key", "at"),
+        Index(None, "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10))
+    key: Mapped[str] = mapped_column(String(200))
+    at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
 # --- engines --------------------------------------------------------------------------------------

@@ -8,10 +8,11 @@ name (:class:`AssignmentView` has no ``source``) and is never assigned an item t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import random
-import secrets
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,15 +25,14 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, selectinload
 
 from clinieval.errors import UserError, one_of, shown
+from clinieval.review.audit import record
 from clinieval.review.db import (
     ROLES,
     SCHEMA_REVISION,
-    SESSION_SECRET_KEY,
     Answer,
     Assignment,
     Audit,
     Item,
-    Setting,
     Study,
     User,
     database_url,
@@ -97,20 +97,43 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+SQLITE_FILES: Final = ("", "-wal", "-shm", "-journal")
+"""A SQLite database's files: itself, its write-ahead log and shared memory, a rollback journal."""
+
+
+def _private_sqlite(path: Path) -> None:
+    """Create the SQLite file mode 0600 before SQLite opens it (SQLite gives its ``-wal`` and
+    ``-shm`` files the database file's mode), or tighten an older one's files to 0600: they hold
+    patient records. ``fchmod`` after ``os.open``, so no umask widens the mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for suffix in SQLITE_FILES:
+            with contextlib.suppress(FileNotFoundError, PermissionError):
+                Path(f"{path}{suffix}").chmod(0o600)
+        return
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def init_db(db: str | Path) -> Engine:
-    """Create the database (or upgrade an older one) and make the session-signing secret once;
-    running it again on a current database changes nothing."""
+    """Create the database (or upgrade an older one), its files readable by their owner only, and
+    the session key file beside it (:mod:`clinieval.review.sessions`); running it again on a
+    current database changes nothing."""
     from alembic import command
+
+    from clinieval.review.sessions import ensure_secret
 
     url = database_url(db)
     if url.drivername.startswith("sqlite") and url.database:
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        _private_sqlite(Path(url.database))
     engine = make_engine(url)
     with _reaching(engine), engine.begin() as conn:
         command.upgrade(_migrations_config(conn), "head")
-    with write_session(engine) as s:
-        if s.get(Setting, SESSION_SECRET_KEY) is None:
-            s.add(Setting(key=SESSION_SECRET_KEY, value=secrets.token_urlsafe(48)))
+    ensure_secret(url)
     return engine
 
 
@@ -134,12 +157,11 @@ def connect(db: str | Path) -> Engine:
 
 
 def session_secret(engine: Engine) -> str:
-    """The secret that signs the web app's session cookies (made by :func:`init_db`)."""
-    with read_session(engine) as s:
-        setting = s.get(Setting, SESSION_SECRET_KEY)
-    if setting is None:
-        raise UserError("the review database has no session secret; run `clinieval review init` on it")
-    return setting.value
+    """The session key of the database (hex, from its file beside the database, never from the
+    database itself; made by :func:`init_db`)."""
+    from clinieval.review.sessions import SessionKey
+
+    return SessionKey.for_url(engine.url).get().hex()
 
 
 # --- users -------------------------------------------------------------------------------------------
@@ -159,18 +181,33 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
+def check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise UserError(f"the password must have at least {MIN_PASSWORD} characters")
+
+
+def hash_password(password: str) -> str:
+    hashed: str = _hasher().hash(password)
+    return hashed
+
+
 def add_user(engine: Engine, name: str, role: str, password: str) -> User:
     """A new user with an argon2 hash of ``password`` (the password itself is never stored)."""
     _check_name(name, "user name")
     checked_role = one_of(role, ROLES, "role")
-    if len(password) < MIN_PASSWORD:
-        raise UserError(f"the password must have at least {MIN_PASSWORD} characters")
-    user = User(name=name, role=checked_role, password_hash=_hasher().hash(password))
+    check_password(password)
+    user = User(name=name, role=checked_role, password_hash=hash_password(password))
     try:
         with write_session(engine) as s:
-            if s.scalar(select(User.id).where(User.name == name)) is not None:
+            old = s.scalar(select(User).where(User.name == name))
+            if old is not None and old.removed_at is not None:
+                raise UserError(
+                    f"user {name!r} was removed; their reviews are kept under that name, so choose another"
+                )
+            if old is not None:
                 raise UserError(f"user {name!r} already exists")
             s.add(user)
+            record(s, "user-add", detail={"user": name, "role": checked_role})
     except IntegrityError:  # added by someone else between the check and the insert
         raise UserError(f"user {name!r} already exists") from None
     return user
@@ -183,7 +220,7 @@ def verify_user(engine: Engine, name: str, password: str) -> User | None:
 
     hasher = _hasher()
     with read_session(engine) as s:
-        user = s.scalar(select(User).where(User.name == name))
+        user = s.scalar(select(User).where(User.name == name, User.removed_at.is_(None)))
     if user is None:
         hasher.hash(password)
         return None
@@ -209,7 +246,7 @@ class UserSummary:
 
 def list_users(engine: Engine) -> list[UserSummary]:
     with read_session(engine) as s:
-        users = s.scalars(select(User).order_by(User.name)).all()
+        users = s.scalars(select(User).where(User.removed_at.is_(None)).order_by(User.name)).all()
     return [UserSummary(u.id, u.name, u.role, u.created_at) for u in users]
 
 
@@ -324,6 +361,8 @@ def import_items(
                 continue
             s.add(_new_item(row.id, it))
             added += 1
+        detail = {"kind": kind, "added": added, "unchanged": unchanged, "created": created}
+        record(s, "import", study=study, detail=detail)
     return ImportCounts(added, unchanged, created)
 
 
@@ -368,7 +407,8 @@ def _is_author(user: User, item: Item) -> bool:
 
 
 def _reviewers(s: Session, names: Sequence[str] | None) -> list[User]:
-    users = list(s.scalars(select(User).where(User.role == "reviewer").order_by(User.name)).all())
+    reviewers = select(User).where(User.role == "reviewer", User.removed_at.is_(None))
+    users = list(s.scalars(reviewers.order_by(User.name)).all())
     if names is None:
         return users
     by_name = {u.name: u for u in users}
@@ -418,6 +458,9 @@ def assign(
         names = {u.casefold() for u in s.scalars(select(User.name)).all()}
         unmatched = sorted({i.author for i in items if i.author and i.author.casefold() not in names})
         per_reviewer = {u.name: load[u.id] for u in users}
+        chosen = list(reviewers or [])
+        detail = {"created": len(plan), "per_item": per_item, "seed": seed, "reviewers": chosen}
+        record(s, "assign", study=study, detail=detail)
     return AssignCounts(len(plan), len(items), per_reviewer, unmatched)
 
 
@@ -624,16 +667,18 @@ def save(
         )
         if cast(CursorResult[Any], result).rowcount != 1:
             raise _stale(expected_version + 1, expected_version)
-        s.add(
-            Audit(
-                assignment_id=a.id,
-                user_id=uid,
-                action="submit" if submit else "save",
-                old=old,
-                new=clean,
-                old_version=expected_version,
-                new_version=new_version,
-            )
+        record(
+            s,
+            "submit" if submit else "save",
+            actor=a.user.name,
+            actor_id=uid,
+            study=a.study.name,
+            item=a.item.key,
+            assignment_id=a.id,
+            old=old,
+            new=clean,
+            old_version=expected_version,
+            new_version=new_version,
         )
     return new_version
 

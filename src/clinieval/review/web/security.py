@@ -1,25 +1,41 @@
 """Who is asking, and may they: the session's user, the CSRF token, and the role checks.
 
 Every rule here runs on the server for every request; the browser is never trusted to hide a
-button. The session is Starlette's signed cookie holding only the user's id and the CSRF token;
-the role is read from the database on each request, so demoting an admin takes effect at once.
+button. The cookie holds one random id and nothing else (:mod:`clinieval.review.sessions`): a
+visitor gets one with the login form, a sign-in replaces it with a new one that a row of the
+``sessions`` table knows (by its keyed hash), and logging out deletes that row, so a copy of the
+cookie stops working too. The user and role are read from the database on each request, so
+demoting an admin, removing a user or revoking their sessions takes effect at once.
 
-CSRF: one random token per session, put in every form (``csrf_token``) or sent by the page's
-script as the ``X-CSRF-Token`` header, and compared on every POST by :func:`csrf_guard`, which the
-app installs as a dependency of *every* route, so a route added later cannot forget it. The
-``SameSite=Strict`` cookie already keeps other sites' forms out; the token is the second lock.
+The cookie is ``HttpOnly`` and ``SameSite=Strict``, lasts no longer than a session may, and is
+``Secure`` whenever the request came over HTTPS or the app was started with ``secure_cookies``
+(``review serve --allow-remote``, which is only for use behind an HTTPS proxy).
+
+CSRF: one token per cookie id, derived from it with the session key (never stored), put in every
+form (``csrf_token``) or sent by the page's script as the ``X-CSRF-Token`` header, and compared on
+every POST by :func:`csrf_guard`, which the app installs as a dependency of *every* route, so a
+route added later cannot forget it. The ``SameSite=Strict`` cookie already keeps other sites'
+forms out; the token is the second lock.
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 from fastapi import Request
 from sqlalchemy import Engine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clinieval.review.db import User, read_session
+from clinieval.review import sessions
+from clinieval.review.db import User
+from clinieval.review.sessions import SessionKey, SessionPolicy, ThrottlePolicy
+
+COOKIE: Final = "clinieval_review"
+_JAR: Final = "clinieval.set_cookie"
+_TOKEN: Final = "clinieval.token"
+_USER: Final = "clinieval.user"
 
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "x-csrf-token"
@@ -53,31 +69,112 @@ class LoginRequired(Exception):
     """No one is logged in: a page sends the browser to the login form."""
 
 
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """What the app was started with (kept in ``app.state.web``)."""
+
+    key: SessionKey
+    policy: SessionPolicy
+    throttle: ThrottlePolicy
+    secure_cookies: bool
+
+
+def web_settings(request: Request) -> WebSettings:
+    settings: WebSettings = request.app.state.web
+    return settings
+
+
+class CookieJar:
+    """ASGI middleware that adds the ``Set-Cookie`` headers a request queued (:func:`_set_cookie`)
+    to whatever response goes out, error pages included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        jar: list[str] = []
+        scope[_JAR] = jar
+
+        async def send_with_cookies(message: Message) -> None:
+            if message["type"] == "http.response.start" and jar:
+                headers = [*message.get("headers", []), *((b"set-cookie", c.encode("latin-1")) for c in jar)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookies)
+
+
+def _set_cookie(request: Request, value: str, max_age: int) -> None:
+    settings = web_settings(request)
+    parts = [f"{COOKIE}={value}", "Path=/", f"Max-Age={max_age}", "HttpOnly", "SameSite=Strict"]
+    if settings.secure_cookies or request.url.scheme == "https":
+        parts.append("Secure")
+    jar: Any = request.scope.get(_JAR)
+    if isinstance(jar, list):
+        jar[:] = [c for c in jar if not c.startswith(f"{COOKIE}=")]
+        jar.append("; ".join(parts))
+
+
+def _cookie_token(request: Request) -> str | None:
+    value = request.cookies.get(COOKIE)
+    return value if sessions.well_formed(value) else None
+
+
+def browser_token(request: Request) -> str:
+    """The id this browser holds (or is being given in this response): a new one when it has
+    none, set as its cookie, so the login form has a CSRF token before anyone signs in."""
+    token = request.scope.get(_TOKEN) or _cookie_token(request)
+    if token is None:
+        token = sessions.new_token()
+        _set_cookie(request, token, int(web_settings(request).policy.absolute.total_seconds()))
+    request.scope[_TOKEN] = token
+    return str(token)
+
+
 def csrf_token(request: Request) -> str:
-    """The session's CSRF token, made on first use (the login form needs one before any login)."""
-    token = request.session.get("csrf")
-    if not isinstance(token, str) or not token:
-        token = secrets.token_urlsafe(32)
-        request.session["csrf"] = token
-    return token
+    """The CSRF token of this browser's id (the login form's, before a sign-in; the session's
+    after it: a sign-in replaces the id, so a token seen before login is useless after it)."""
+    return sessions.csrf_for(web_settings(request).key.get(), browser_token(request))
 
 
-def new_session(request: Request, user_id: int) -> None:
-    """Start a fresh session for ``user_id``: whatever the session held before (an anonymous CSRF
-    token, another user) is dropped, so a token seen before login is useless after it."""
-    request.session.clear()
-    request.session["uid"] = user_id
-    request.session["csrf"] = secrets.token_urlsafe(32)
+def client_address(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
+def new_session(request: Request, user: User) -> None:
+    """Sign ``user`` in: a new id in a new ``sessions`` row and in the cookie; whatever the browser
+    held before (an anonymous id, another user's session) no longer applies to it."""
+    settings = web_settings(request)
+    token = sessions.start(engine_of(request), settings.key.get(), user, client_address(request))
+    _set_cookie(request, token, int(settings.policy.absolute.total_seconds()))
+    request.scope[_TOKEN] = token
+    request.scope[_USER] = user
+
+
+def end_session(request: Request) -> None:
+    """Log out: the session's row is deleted (every copy of the cookie stops working) and the
+    browser is told to forget its cookie."""
+    token = _cookie_token(request)
+    if token is not None:
+        sessions.end(engine_of(request), web_settings(request).key.get(), token)
+    _set_cookie(request, "", 0)
+    request.scope[_TOKEN] = None
+    request.scope[_USER] = None
 
 
 async def csrf_guard(request: Request) -> None:
-    """Refuse any unsafe request whose token is missing or differs from the session's.
+    """Refuse any unsafe request whose token is missing or differs from the one its cookie's id
+    gives.
 
     The token is read from the header first, then from the form; Starlette keeps the parsed form
     on the request, so the route reads the same form again without a second parse."""
     if request.method in SAFE_METHODS:
         return
-    expected = request.session.get("csrf")
+    token = _cookie_token(request)
+    expected = None if token is None else sessions.csrf_for(web_settings(request).key.get(), token)
     supplied: object = request.headers.get(CSRF_HEADER)
     if supplied is None and _is_form(request):
         form = await request.form()
@@ -99,12 +196,18 @@ def engine_of(request: Request) -> Engine:
 
 
 def optional_user(request: Request) -> User | None:
-    """The logged-in user, or None (no session, or the user was deleted since)."""
-    uid = request.session.get("uid")
-    if not isinstance(uid, int):
-        return None
-    with read_session(engine_of(request)) as session:
-        return session.get(User, uid)
+    """The logged-in user, or None (no session, or it ended, ran out or was revoked, or its user
+    was removed). Looked up once per request."""
+    if _USER in request.scope:
+        cached: User | None = request.scope[_USER]
+        return cached
+    token = _cookie_token(request)
+    settings = web_settings(request)
+    user = None
+    if token is not None:
+        user = sessions.lookup(engine_of(request), settings.key.get(), token, settings.policy)
+    request.scope[_USER] = user
+    return user
 
 
 def current_user(request: Request) -> User:
