@@ -25,7 +25,7 @@ from sqlalchemy import Engine, func, select
 from clinieval.errors import UserError
 from clinieval.review import store
 from clinieval.review.app import check_host, create_app
-from clinieval.review.db import Assignment, Audit, User, read_session
+from clinieval.review.db import ACTIONS, Assignment, Audit, User, read_session
 from clinieval.review.items import AnswerIn, ReviewItem
 from clinieval.review.web import record
 
@@ -146,7 +146,8 @@ def stored(engine: Engine, assignment_id: int) -> tuple[int, str, dict[str, Any]
 
 def audit_count(engine: Engine) -> int:
     with read_session(engine) as s:
-        return s.scalar(select(func.count(Audit.id))) or 0
+        # saves and submissions (the trail also records sign-ins and administrative changes)
+        return s.scalar(select(func.count(Audit.id)).where(Audit.action.in_(ACTIONS))) or 0
 
 
 def order_of(engine: Engine, assignment_id: int) -> list[str]:
@@ -357,7 +358,8 @@ def test_admin_sees_progress_and_agreement_but_not_responses(app_client: TestCli
     study = app_client.get("/admin/studies/sentence-study")
     assert study.status_code == 200
     assert re.search(r'data-reviewer="ann">.*?<td class="submitted">1</td>', study.text, re.S)
-    assert 'id="agreement-table"' in study.text and "submitted</th><td>2</td>" in study.text
+    assert 'class="agreement-table" data-measure="abnormality"' in study.text
+    assert "From 2 submitted reviews by 2 reviewers" in study.text
     assert "by ann" not in study.text  # counts and agreement, never a reviewer's text
     assert app_client.get("/admin/studies/nope").status_code == 404
     # an admin does not read reviewers' responses through their pages either
@@ -365,11 +367,21 @@ def test_admin_sees_progress_and_agreement_but_not_responses(app_client: TestCli
 
 
 def test_admin_agreement_hides_model_names() -> None:
-    from clinieval.review.web.admin import flatten, redactor
+    from clinieval.review.kinds import get_kind
+    from clinieval.review.web.admin import redactor
+    from clinieval.review.web.agreement_view import tables
 
     hide = redactor(["gpt", "gpt-4o"])
-    rows = [(hide(k), hide(v)) for k, v in flatten({"pairs": {"gpt-4o vs gpt": 0.51234}, "n": [1, 2]})]
-    assert rows == [("pairs / [model hidden] vs [model hidden]", "0.512"), ("n", "1, 2")]
+    assert hide("gpt-4o vs gpt") == "[model hidden] vs [model hidden]"
+    scale = {"label": "Relevancy", "krippendorff_alpha_ordinal": None, "icc": None,
+             "why": {"alpha": "gpt-4o rated alone", "icc": "so did gpt"}}  # fmt: skip
+    result = {"kind": "rate", "submitted": 1, "reviewers": 1, "scales": {"relevancy": scale}}
+    measures = get_kind("rate").measures({"scales": [{"name": "relevancy", "label": "Relevancy (gpt-4o)"}]})
+    [table] = tables(result, measures, hide)
+    texts = [table.title, *(r.name for r in table.rows), *(r.why or "" for r in table.rows)]
+    assert not [t for t in texts if "gpt" in t]
+    assert table.title == "Relevancy ([model hidden])"
+    assert "Not defined yet: [model hidden] rated alone." in texts
 
 
 # --- blinding -------------------------------------------------------------------------------------

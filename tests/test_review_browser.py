@@ -24,6 +24,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from sqlalchemy import Engine, select
 
 from clinieval.review import store
 from clinieval.review.app import create_app
-from clinieval.review.db import Assignment, Audit, User, read_session
+from clinieval.review.db import ACTIONS, Assignment, Audit, User, read_session
 from clinieval.review.items import AnswerIn, ReviewItem
 
 try:
@@ -265,11 +266,13 @@ class Site:
             return row.version, row.status, row.payload
 
     def audits(self) -> list[tuple[int, str, str, int, int]]:
-        """(assignment, user, action, old version, new version) of every audit row, oldest first."""
+        """(assignment, user, action, old version, new version) of every audit row of a save or a
+        submission, oldest first (the trail also records sign-ins and administrative changes)."""
         with read_session(self.engine) as s:
             rows = s.execute(
                 select(Audit.assignment_id, User.name, Audit.action, Audit.old_version, Audit.new_version)
                 .join(User, User.id == Audit.user_id)
+                .where(Audit.action.in_(ACTIONS))
                 .order_by(Audit.id)
             ).all()
         return [tuple(r) for r in rows]  # type: ignore[misc]
@@ -829,17 +832,39 @@ def test_export_of_two_reviewers_goes_through_analyze(site: Site, browsing: Brow
     html = seen(admin)
     for name in ("dr-lee", "dr-ng"):
         expect(admin.locator(f'tr.reviewer-row[data-reviewer="{name}"] td.submitted')).to_have_text("3")
-    measures = {
-        str(r.locator("th").inner_text()): str(r.locator("td").inner_text())
-        for r in admin.locator("tr.agreement-row").all()
-    }
+
+    def stat(measure: str, name: str, cell: str = "value") -> str:
+        table = admin.locator(f'table.agreement-table[data-measure="{measure}"]')
+        return str(table.locator(f'tr.agreement-row[data-stat="{name}"] td.{cell}').inner_text())
+
     # by hand (see ORDERS): tau 1/9; kappa 0; alpha 1 - 17 * 8 / (2 * 12 * 6) = 1/18 on correctness
-    assert measures["kendall_tau / mean_tau_b"] == "0.111", measures
-    assert (measures["kendall_tau / items"], measures["kendall_tau / pairs"]) == ("3", "3")
-    assert measures["correct / cohen_kappa / mean"] == "0.000", measures
-    assert measures["correct / krippendorff_alpha_nominal"] == "0.056", measures
+    assert [stat("rank", "tau", cell) for cell in ("value", "units", "raters")] == ["0.11", "3", "2"]
+    assert (stat("correct", "kappa"), stat("correct", "kappa", "band")) == ("0.00", "slight")
+    assert (stat("correct", "alpha"), stat("correct", "alpha", "band")) == ("0.06", "unreliable")
+    assert stat("correct", "alpha", "units") == "9"
+    expect(admin.locator("table.agreement-table caption")).to_have_text(["Ranking", "Correct or incorrect"])
+    expect(admin.locator("#agreement-legend")).to_contain_text("Landis & Koch (1977)")
     assert "contradicts the record" not in html  # counts and agreement, never a reviewer's answers
     shot(admin, "admin-study")
+    # the items where the reviewers' rankings differ most: q03 (ranks 1 and 3 swapped), then q02
+    admin.locator('a.disagreements-link[href$="on=rank"]').click()
+    expect(admin.locator("#disagreements")).to_have_attribute("data-on", "rank")
+    seen(admin)
+    items = admin.locator("section.disagreement")
+    expect(items).to_have_count(2)
+    assert [(i.get_attribute("data-item"), i.get_attribute("data-gap")) for i in items.all()] == [
+        ("q03", "2"), ("q02", "1")
+    ]  # fmt: skip
+    expect(items.first.locator("thead th")).to_have_text(["Answer", "dr-lee", "dr-ng"])
+    answer_rows = items.first.locator("tbody tr")
+    expect(answer_rows).to_have_count(3)
+    by_text = {
+        str(r.locator("th").inner_text()).strip("“”…"): [str(c) for c in r.locator("td").all_inner_texts()]
+        for r in answer_rows.all()
+    }
+    lee, ng = ORDERS["dr-lee"]["q03"], ORDERS["dr-ng"]["q03"]
+    for model, text in RANK_ANSWERS["q03"].items():
+        assert by_text[text] == [str(lee.index(model) + 1), str(ng.index(model) + 1)], by_text
 
     out = tmp_path / "export"
     done = run_cli("review", "export", "--study", RANK, str(out), "--db", str(site.db), timeout=120)
@@ -900,3 +925,210 @@ def test_model_names_absent_from_every_page(site: Site, browsing: Browsing) -> N
         assert any(answer in html for html in sources), answer
     for url, html in SEEN:  # ...their models are not
         assert not [s for s in SOURCES if s.casefold() in html.casefold()], url
+
+
+# --- sessions and sign-in throttling (issue 26) ---------------------------------------------------------
+
+
+def test_a_copied_cookie_stops_working_when_its_session_logs_out(site: Site, browsing: Browsing) -> None:
+    first = browsing.page()
+    login(first, site, "dr-lee")
+    cookies = first.context.cookies()
+    assert [(c.get("name"), c.get("httpOnly"), c.get("sameSite")) for c in cookies] == [
+        ("clinieval_review", True, "Strict")
+    ]
+
+    second = browsing.page()  # another browser, given a copy of the cookie
+    second.context.add_cookies(cookies)  # type: ignore[arg-type]
+    goto(second, site, "/")
+    expect(second.locator("#user-name")).to_have_text("dr-lee")
+    aid = site.aid("dr-lee", RANK, "q01")
+    goto(second, site, f"/a/{aid}")
+    token = second.locator("#review-form input[name=csrf_token]").input_value()
+
+    first.click("#logout-button")
+    expect(first.locator("#login-form")).to_be_visible()
+    assert first.url == site.url("/login")
+
+    goto(second, site, "/")  # the copy no longer works: back to the login form
+    assert second.url == site.url("/login?next=/")
+    expect(second.locator("#login-form")).to_be_visible()
+    expect(second.locator("#user-name")).to_have_count(0)
+    form: dict[str, str | float | bool] = {"csrf_token": token, "version": "0", "action": "save"}
+    refused = second.request.post(site.url(f"/a/{aid}"), form=form, max_redirects=0)
+    assert refused.status == 401
+    assert site.stored(aid) == (0, "pending", None) and site.audits() == []
+
+
+def test_repeated_failed_sign_ins_are_refused_with_a_message(site: Site, browsing: Browsing) -> None:
+    page = browsing.page()
+    goto(page, site, "/login")
+    for _ in range(5):
+        page.fill("#login-name", "dr-ng")
+        page.fill("#login-password", "not-the-password")
+        page.click("#login-submit")
+        expect(page.locator("#login-error")).to_have_text("Wrong user name or password.")
+    page.fill("#login-name", "dr-ng")
+    page.fill("#login-password", PASSWORDS["dr-ng"])  # the right password, too late
+    with page.expect_response(lambda r: r.url == site.url("/login") and r.request.method == "POST") as answer:
+        page.click("#login-submit")
+    assert answer.value.status == 429
+    expect(page.locator("#login-error")).to_have_text("Too many failed sign-ins; try again in 15 minutes.")
+    expect(page.locator("#user-name")).to_have_count(0)
+    expect(page.locator("#login-name")).to_have_value("dr-ng")
+    seen(page)
+
+    other = browsing.page()  # another reviewer, from the same address, is not locked out
+    login(other, site, "dr-lee")
+
+
+# --- the queue, the agreement panel, the save bar, records from runs (issue 26, use) --------------------
+
+LONG_PROMPT: Final = (
+    "A 71-year-old with atrial fibrillation <img src=x onerror=alert(1)> on apixaban is scheduled for"
+    " a colonoscopy with polypectomy next week: when should the last dose be taken, and when restarted?"
+)
+
+
+def test_the_queue_shows_a_preview_progress_and_where_to_start(site: Site, browsing: Browsing) -> None:
+    store.import_items(site.engine, "bridging", "rate", {}, [
+        ReviewItem(item="b01", prompt=LONG_PROMPT, answers=(AnswerIn("a1", LLAMA, "Stop 48 hours before."),)),
+    ])  # fmt: skip
+    store.assign(site.engine, "bridging", per_item=1, seed=SEED, reviewers=["dr-lee"])
+    page = browsing.page()
+    login(page, site, "dr-lee")
+    expect(page.locator("#queue-progress")).to_contain_text("0 of 7 submitted")
+    studies = page.locator("section.queue-study")
+    expect(studies).to_have_count(5)
+    labels = {str(s.get_attribute("data-study")): s.locator("h2 .kind").inner_text() for s in studies.all()}
+    assert labels == {RATE: "Rate answers", "bridging": "Rate answers", RANK: "Rank answers",
+                      QUESTION: "Review a generated question", SENTENCE: "Label sentence"}  # fmt: skip
+    rank = page.locator(f'section.queue-study[data-study="{RANK}"]')
+    # each question previewed, in the data's order; the question study shows the question itself
+    expect(rank.locator("td.queue-preview")).to_have_text([RANK_PROMPTS[k] for k in ("q01", "q02", "q03")])
+    expect(page.locator(f'section.queue-study[data-study="{QUESTION}"] td.queue-preview')).to_have_text(
+        QUESTION_FIELDS["question"]
+    )
+    long = page.locator('section.queue-study[data-study="bridging"] td.queue-preview')
+    shown = long.inner_text()
+    assert shown.endswith("…") and len(shown) <= 121 and LONG_PROMPT.startswith(shown[:-1])
+    assert "<img src=x" in shown  # the prompt's markup is shown as text...
+    expect(page.locator("#queue img")).to_have_count(0)  # ...and never made into an element
+    expect(page.locator("#queue")).not_to_contain_text("Version")
+    # where to start: each study's first item, highlighted, and a Start button to it
+    expect(page.locator("tr.queue-row.next-up")).to_have_count(5)
+    expect(rank.locator("tr.next-up td.queue-item")).to_have_text("q01")
+    start = rank.locator("a.start-button")
+    expect(start).to_have_text("Start")
+    start.click()
+    expect(page.locator("#item-key")).to_have_text("q01")
+    seen(page)
+    fill_rank(page, verdicts("dr-lee", "q01"), by="typing")
+    save(page, "submit", 1)
+    page.click("#nav-queue")
+    seen(page)
+    expect(page.locator("#queue-progress")).to_contain_text("1 of 7 submitted")
+    expect(rank.locator(".study-progress")).to_contain_text("1 of 3 submitted")
+    expect(rank.locator("tr.next-up td.queue-item")).to_have_text("q02")  # the next one now
+    expect(rank.locator("a.start-button")).to_have_text("Continue")
+    rank.locator("a.start-button").click()
+    expect(page.locator("#item-key")).to_have_text("q02")
+    seen(page)
+
+
+def test_the_admin_reads_agreement_one_table_per_scale(site: Site, browsing: Browsing) -> None:
+    """Two reviewers' 1-5 ratings of 6 items (tests.test_review_use's): a table per scale with the
+    ICC and alpha, their CIs and bands; a scale without variation says so in words; the link under
+    a table lists the items where the reviewers differ most, ratings side by side."""
+    from tests.test_review_use import rated_study
+
+    rated_study(site.engine, ("dr-lee", "dr-ng"), (BIOMISTRAL, CAMEL))
+    admin = browsing.page()
+    login(admin, site, "admin")
+    goto(admin, site, "/admin/studies/rated")
+    tables = admin.locator("table.agreement-table")
+    expect(tables.locator("caption")).to_have_text(["Relevancy", "Fluency", "Knowledge correctness"])
+    relevancy = admin.locator('table.agreement-table[data-measure="relevancy"]')
+    expect(relevancy.locator("tbody tr")).to_have_count(3)
+    expect(relevancy.locator('tr[data-stat="icc_single"] th')).to_contain_text("ICC(A,1)")
+    expect(relevancy.locator('tr[data-stat="icc_single"] td.band')).to_have_text("good")
+    alpha = relevancy.locator('tr[data-stat="alpha"]')
+    expect(alpha.locator("td.ci")).to_have_text(re.compile(r"^0\.\d\d to [01]\.\d\d$"))
+    expect(alpha.locator("td.units")).to_have_text("12")
+    fluency = admin.locator('table.agreement-table[data-measure="fluency"]')
+    expect(fluency.locator("td.why")).to_have_count(3)
+    expect(fluency.locator('tr[data-stat="alpha"] td.why')).to_contain_text("every rating is the same (5)")
+    expect(fluency.locator('tr[data-stat="alpha"] td.why')).to_be_visible()
+    expect(admin.locator("#agreement-legend")).to_contain_text("Koo & Li (2016)")
+    expect(admin.locator("#agreement")).not_to_contain_text("undefined")
+    shot(admin, "admin-agreement")
+
+    admin.locator("a.disagreements-link", has_text="Knowledge correctness").click()
+    expect(admin.locator("#disagreements")).to_have_attribute("data-on", "correctness")
+    seen(admin)
+    items = admin.locator("section.disagreement")
+    expect(items).to_have_count(2)
+    assert [i.get_attribute("data-item") for i in items.all()] == ["t06", "t03"]
+    worst = items.first
+    expect(worst.locator("thead th")).to_have_text(["Answer", "dr-lee", "dr-ng"])
+    expect(worst.locator("tbody tr").first.locator("td")).to_have_text(["5", "1"])
+    expect(worst.locator("tbody tr").first.locator("th")).to_contain_text("Hold the next warfarin dose")
+    shot(admin, "disagreements")
+
+
+def test_the_save_bar_never_covers_the_form(site: Site, browsing: Browsing) -> None:
+    """The Save/Submit bar stays at the bottom of the window while the form scrolls under it: a
+    field reached with the keyboard, and the last answer's text box at the end of the page, sit
+    whole above it."""
+    page = browsing.page()
+    login(page, site, "dr-lee")
+
+    def above_the_bar(selector: str) -> None:
+        box = page.locator(selector).bounding_box()
+        bar = page.locator("#review-form .actions").bounding_box()
+        assert box is not None and bar is not None
+        assert box["y"] >= 0 and box["y"] + box["height"] <= bar["y"], (selector, box, bar)
+
+    # rate: the last answer's scores end in the first screen, where the bar is
+    goto(page, site, f"/a/{site.aid('dr-lee', RATE, 't01')}")
+    last = shown_order(page)[-1]
+    for value in (1, 5):
+        page.focus(f"#score-{last}-correctness-{value}")  # as Tab reaches it
+        above_the_bar(f"#scale-{last}-correctness")
+    # rank: each rationale reached in turn, then the end of the page
+    goto(page, site, f"/a/{site.aid('dr-lee', RANK, 'q01')}")
+    order = shown_order(page)
+    for letter in order:
+        page.focus(f"#rationale-{letter}")
+        above_the_bar(f"#rationale-{letter}")
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    above_the_bar(f"#rationale-{order[-1]}")
+    page.locator(f"#rationale-{order[-1]}").scroll_into_view_if_needed()
+    above_the_bar(f"#rationale-{order[-1]}")
+
+
+def test_an_item_built_from_runs_shows_its_record(site: Site, browsing: Browsing, tmp_path: Path) -> None:
+    """The README's path: two runs -> `automedeval convert` -> `review import`; the reviewer reads
+    the record the models were asked about beside the question."""
+    from tests.conftest import run_cli
+    from tests.test_review_use import QUESTIONS, RECORDS, make_runs
+
+    runs = make_runs(tmp_path)
+    judge_set = tmp_path / "set.jsonl"
+    for args in (
+        ("automedeval", "convert", *map(str, runs), "--out", str(judge_set)),
+        ("review", "import", str(judge_set), "--study", "from-runs", "--db", str(site.db)),
+    ):
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr
+    store.assign(site.engine, "from-runs", per_item=1, seed=SEED, reviewers=["dr-lee"])
+    page = browsing.page()
+    login(page, site, "dr-lee")
+    goto(page, site, f"/a/{site.aid('dr-lee', 'from-runs', 'q1')}")
+    expect(page.locator("#item-key")).to_have_text("q1")
+    expect(page.locator("#prompt .text")).to_have_text(QUESTIONS["q1"])
+    expect(page.locator("#record-empty")).to_have_count(0)
+    expect(page.locator("#record-text")).to_have_text(RECORDS["q1"])
+    expect(page.locator("#record-text")).to_be_visible()
+    seen(page)
+    shot(page, "rate-from-runs")

@@ -78,6 +78,77 @@ def add_user(
     typer.echo(f"added {user.role} {user.name}")
 
 
+def _sessions(n: int) -> str:
+    return f"{n} session{'' if n == 1 else 's'}"
+
+
+def remove_user(name: Annotated[str, typer.Argument(help="the user to remove")], db: Db) -> None:
+    """Remove a user: they can no longer log in and their sessions end; what they saved stays in
+    the study under their name, and items they never opened can be assigned again."""
+    from clinieval.review.accounts import remove_user as remove
+    from clinieval.review.store import connect
+
+    done = remove(connect(db), name)
+    typer.echo(
+        f"removed {done.name}: {_sessions(done.sessions)} ended, {done.kept} saved review(s) kept,"
+        f" {done.freed} unstarted assignment(s) freed (`review assign` gives them to others)"
+    )
+
+
+def reset_password(name: Annotated[str, typer.Argument(help="the user")], db: Db) -> None:
+    """Give a user a new password (hidden prompt, or one line of stdin) and end their sessions."""
+    from clinieval.review.accounts import require_user
+    from clinieval.review.accounts import reset_password as reset
+    from clinieval.review.store import connect
+
+    engine = connect(db)
+    require_user(engine, name)  # an unknown name is refused before a password is asked for
+    ended = reset(engine, name, _read_password())
+    typer.echo(f"new password for {name}; {_sessions(ended)} ended")
+
+
+def revoke(
+    db: Db,
+    name: Annotated[str | None, typer.Argument(help="the user whose sessions end")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="end every user's sessions")] = False,
+) -> None:
+    """End a user's sessions (or everyone's with --all): their browsers are back at the login form."""
+    from clinieval.review.sessions import revoke as end_sessions
+    from clinieval.review.store import connect
+
+    if (name is None) == (not all_):
+        raise UserError(
+            "name a user to revoke, or pass --all" if name is None else "name a user or pass --all, not both"
+        )
+    ended = end_sessions(connect(db), name)
+    typer.echo(f"{_sessions(ended)} ended" + (f" for {name}" if name else ""))
+
+
+def rotate_secret(db: Db) -> None:
+    """Replace the session key (the file beside the database) and end every session: do it after a
+    suspected leak of the key file, the database or a backup."""
+    from clinieval.review.sessions import rotate_secret as rotate
+    from clinieval.review.sessions import secret_path
+    from clinieval.review.store import connect
+
+    engine = connect(db)
+    ended = rotate(engine)
+    typer.echo(f"new session key in {secret_path(engine.url)}; {_sessions(ended)} ended")
+
+
+def audit(
+    db: Db,
+    out: Annotated[Path, typer.Option("--out", help="FILE.csv or FILE.jsonl")],
+    study: Annotated[str | None, typer.Option("--study", help="only this study's rows")] = None,
+) -> None:
+    """Write the audit trail (every save, sign-in and administrative change: who, when, what)."""
+    from clinieval.review.audit import export_audit
+    from clinieval.review.store import connect
+
+    rows = export_audit(connect(db), out, study)
+    typer.echo(f"{rows} audit row(s) -> {out}")
+
+
 def _config(value: str | None) -> dict[str, Any] | None:
     """``--config`` as inline JSON (starting with ``{``) or the path of a JSON file."""
     if value is None:
@@ -113,7 +184,9 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
         study: Study,
         kind: Annotated[
             str | None,
-            typer.Option(help="rank, rate, question or sentence (default: the benchmark files' own)"),
+            typer.Option(
+                help="rank, rate, question or sentence (default: the benchmark files' own, or the study's)"
+            ),
         ] = None,
         config: Annotated[str | None, typer.Option(help="the kind's settings: JSON, or a JSON file")] = None,
         from_: Annotated[
@@ -126,13 +199,14 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
         from clinieval.review.store import connect, import_items, list_studies
 
         chosen = pick_source(known, source, from_)
-        the_kind = study_kind(chosen, kind)
-        get_kind(the_kind)
         settings = _config(config)
         engine = connect(db)
+        existing = {s.name: s.kind for s in list_studies(engine)}.get(study)
+        the_kind = study_kind(chosen, kind, study, existing)  # an existing study keeps its kind
+        get_kind(the_kind)
         converted = chosen.convert(source)
         # a source's config is for a new study: an existing one keeps its own
-        new = study not in {s.name for s in list_studies(engine)}
+        new = existing is None
         if settings is None and chosen.default_config is not None and new:
             settings = dict(chosen.default_config)
         counts = import_items(engine, study, the_kind, settings, converted.items)
@@ -198,18 +272,33 @@ def serve(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="port")] = 8000,
     allow_remote: Annotated[
-        bool, typer.Option(help="listen on a non-loopback address (put an HTTPS proxy in front)")
+        bool,
+        typer.Option(
+            help="listen on a non-loopback address (put an HTTPS proxy in front; the cookie is marked Secure)"
+        ),
     ] = False,
+    idle_minutes: Annotated[
+        int, typer.Option(min=1, help="a session ends after this many minutes without a request")
+    ] = 30,
+    session_hours: Annotated[
+        int, typer.Option(min=1, help="a session ends this many hours after sign-in, however active")
+    ] = 12,
 ) -> None:
     """Run the review web app until Ctrl-C."""
+    import datetime as dt
+
     from clinieval.review.app import check_host
     from clinieval.review.app import serve as run_server
+    from clinieval.review.sessions import SessionPolicy
     from clinieval.review.store import connect
 
     check_host(host, allow_remote)
+    policy = SessionPolicy(
+        idle=dt.timedelta(minutes=idle_minutes), absolute=dt.timedelta(hours=session_hours)
+    )
     engine = connect(db)
     typer.echo(f"review app on http://{host}:{port}/ (Ctrl-C stops it)")
-    run_server(engine, host, port, allow_remote=allow_remote)
+    run_server(engine, host, port, allow_remote=allow_remote, session_policy=policy)
 
 
 def export(
@@ -232,6 +321,14 @@ def make_review_app(sources: Sequence[ReviewSource] = ()) -> typer.Typer:
     app = command_group(HELP)
     app.command()(init)
     app.command("add-user")(add_user)
+    users = command_group("Add, remove or reset the password of a user.")
+    users.command("add")(add_user)
+    users.command("remove")(remove_user)
+    users.command("reset-password")(reset_password)
+    app.add_typer(users, name="user")
+    app.command()(revoke)
+    app.command("rotate-secret")(rotate_secret)
+    app.command()(audit)
     app.command("import")(_import_command(sources))
     app.command()(assign)
     app.command()(progress)
