@@ -17,7 +17,7 @@ Judges:
   verdict, writes a ``[Question] ...`` line with probability ``--ask-rate`` (a hash of the prompt,
   the seed and the round, so reruns agree), again after each lookup with the same probability, at
   most 3 times, then scores each answer by word overlap with the reference
-  (``automedeval.baseline.overlap_reply``) in the paper's format. It stands in for a judge that
+  (``automedeval.overlap_judge.overlap_reply``) in the paper's format. It stands in for a judge that
   uses the chain, to measure what the chain costs where it is used. Its token counts are SmolLM2's
   vocabulary over the messages' text (no chat-template tokens). It runs three ways: chain on,
   chain off (the same script: its questions go unanswered and those verdicts are unparsed), and a
@@ -47,10 +47,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from clinieval.benchmarks.automedeval.baseline import overlap_reply
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_set
 from clinieval.benchmarks.automedeval.knowledge import MAX_ROUNDS, KnowledgeBase, build_kb
-from clinieval.benchmarks.automedeval.records import JudgeItem
+from clinieval.benchmarks.automedeval.overlap_judge import overlap_reply
 from clinieval.benchmarks.automedeval.synth import CONDITIONS, synthetic_set
 from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.models.spec import BackendOptions, parse_model_spec

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from clinieval.benchmarks.medeval.baselines.train import CLASSIFIED, train_baseline
 from clinieval.benchmarks.medeval.data import MedEvalData, load_folder
+from clinieval.benchmarks.medeval.items import ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.prompts import (
     PAPER_SHOTS,
     TASKS,
@@ -34,7 +35,6 @@ from clinieval.benchmarks.medeval.prompts import (
     report_prompt,
     sentence_prompt,
 )
-from clinieval.benchmarks.medeval.records import ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 from clinieval.benchmarks.medeval.task import Item, draw_examples, eligible
 

@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Any
 
 import clinieval
+from clinieval.benchmarks.medeval.items import CHEXPERT_NUMBERS, CodeValue
 from clinieval.benchmarks.medeval.labeller import Labeller, read_reports
 from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
 from clinieval.benchmarks.medeval.labeller.rules import DomainRules, load_chexpert_rules
-from clinieval.benchmarks.medeval.records import CHEXPERT_NUMBERS, CodeValue
 
 REPO = Path(__file__).resolve().parents[1]
 CHEXPERT = REPO.parent / "shared" / "data" / "chexpert-labeler"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.automedeval.data import load_set
-from clinieval.benchmarks.automedeval.records import JudgeItem, Rating, Response
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Rating, Response
 from clinieval.benchmarks.automedeval.verdict import (
     cut_response,
     parse_scores,

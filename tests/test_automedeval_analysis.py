@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, analyze, read_judge_runs
+from clinieval.benchmarks.automedeval.judge_set import Rating
 from clinieval.benchmarks.automedeval.judging import JudgePlan, judge_set
-from clinieval.benchmarks.automedeval.records import Rating
 from clinieval.benchmarks.automedeval.synth import (
     CONDITIONS,
     PHYSICIANS,
@@ -109,7 +109,7 @@ def test_word_overlap_is_not_the_physicians_rule_in_disguise() -> None:
     still agrees with the (noisy) physicians well."""
     from scipy import stats
 
-    from clinieval.benchmarks.automedeval.baseline import overlap_score
+    from clinieval.benchmarks.automedeval.overlap_judge import overlap_score
 
     items = synthetic_set(120, seed=0)
     overlap, truth, human, agree_overlap, agree_truth = [], [], [], [], []
@@ -273,8 +273,8 @@ def test_a_written_set_reads_back_with_its_ratings_and_rationales(tmp_path: Path
 
 
 def test_overlap_baseline_scores_reference_word_recall() -> None:
-    from clinieval.benchmarks.automedeval.baseline import OverlapJudge, content_words, overlap_score
     from clinieval.benchmarks.automedeval.judging import judge_messages
+    from clinieval.benchmarks.automedeval.overlap_judge import OverlapJudge, content_words, overlap_score
     from clinieval.benchmarks.automedeval.verdict import parse_scores
     from clinieval.types import GenerationConfig, Message
 

@@ -158,7 +158,7 @@ def test_length_preference_is_judged_against_the_physicians_on_the_same_pairs() 
 
 
 def test_judging_records_the_order_design(tmp_path: Path) -> None:
-    from clinieval.benchmarks.automedeval.baseline import OverlapJudge
+    from clinieval.benchmarks.automedeval.overlap_judge import OverlapJudge
     from clinieval.benchmarks.automedeval.synth import synthetic_set
 
     items = synthetic_set(3, seed=2)

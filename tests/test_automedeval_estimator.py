@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, JudgeRun, analyze
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Rating, Response
 from clinieval.benchmarks.automedeval.judging import Entry, agreement_of, run_scores
-from clinieval.benchmarks.automedeval.records import JudgeItem, Rating, Response
 
 HUMAN = {"A": [5, 3, 1], "B": [2, 2, 4], "C": [1, 3, 5]}
 # three runs of one judge; A's reply failed in run 1

@@ -212,8 +212,8 @@ def test_a_bm25_only_base_never_loads_torch(tmp_path: Path) -> None:
 def test_the_judge_chain_appends_what_dense_search_found(dense_kb: Path, tmp_path: Path) -> None:
     """A scripted judge (a real local server) asks a paraphrase [Question]: with a dense base the
     line appended to its context holds the hypertension chunk; with BM25 it holds 'nothing found'."""
+    from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Response
     from clinieval.benchmarks.automedeval.judging import JudgePlan, judge_set
-    from clinieval.benchmarks.automedeval.records import JudgeItem, Response
     from clinieval.models.spec import parse_model_spec
     from tests.fault_server import FaultServer
 

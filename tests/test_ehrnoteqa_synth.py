@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import clinieval.benchmarks.ehrnoteqa.synth.writer as synth_set
-from clinieval.benchmarks.ehrnoteqa.synth.kinds import CATEGORIES, KINDS
+from clinieval.benchmarks.ehrnoteqa.synth.question_kinds import CATEGORIES, KINDS
 from clinieval.benchmarks.ehrnoteqa.synth.questions import SOURCES, questions_for
 from clinieval.benchmarks.ehrnoteqa.synth.summaries import build_case
 from clinieval.benchmarks.ehrnoteqa.synth.writer import CSV_COLUMNS, build_synthetic_set

@@ -16,7 +16,7 @@ import pytest
 
 from clinieval.models.concurrency import AdaptiveLimit
 from clinieval.models.openai_http import OpenAIModel
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import ChoiceExtraction, ChoiceLoglik, ExactMatch
 from clinieval.summary import summarize
 from clinieval.types import LoglikOutput, Message, ModelOutput, Sample

@@ -18,8 +18,8 @@ from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
 from clinieval.benchmarks.pubmedqa.prompts import PROMPT as PUBMEDQA_PROMPT
 from clinieval.errors import UserError
 from clinieval.models.spec import arm_dir_name, model_short_name
-from clinieval.records import SampleRecord
 from clinieval.runs import RunDir, append_record, build_manifest
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.choices import option_lines
 from clinieval.scoring.scorers import ChoiceExtraction, extract_choice
 from clinieval.task import PromptTemplate

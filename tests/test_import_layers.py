@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "clinieval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: no clinieval imports beyond this row
     ("clinieval", "errors", "types", "fsutil", "privacy"),
-    ("datasets", "records", "record_codec"),
+    ("datasets", "sample_record", "record_codec"),
     ("models",),
     ("scoring",),
     ("task",),
@@ -197,9 +197,9 @@ def test_the_checker_catches_what_it_should(tmp_path: Path) -> None:
     assert _resolve("clinieval.scoring.scorers", False, node) == "clinieval.runner"
     layer = _layer_of()
     assert layer[_top("clinieval.runner")] > layer[_top("clinieval.scoring.scorers")]
-    relative = ast.parse("from ..records import SampleRecord\n").body[0]
+    relative = ast.parse("from ..sample_record import SampleRecord\n").body[0]
     assert isinstance(relative, ast.ImportFrom)
-    assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.records"
+    assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.sample_record"
     assert _benchmark("clinieval.benchmarks.medalign.task") == "medalign"
     assert _benchmark("clinieval.task") is None
 

@@ -33,8 +33,8 @@ from clinieval.judge.rubric import (
 from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, JudgeResult, judge_run, read_judge_scores
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.records import SampleRecord
 from clinieval.runs import RunDir, append_record, build_manifest
+from clinieval.sample_record import SampleRecord
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from clinieval.benchmarks.medeval.analysis import medeval_analysis, read_arm
 from clinieval.benchmarks.medeval.baselines.classifiers import load_classifier
 from clinieval.benchmarks.medeval.baselines.train import lead_sentence_arm, train_baseline
-from clinieval.benchmarks.medeval.records import CHEST, ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.items import CHEST, ReportItem, SentenceItem
 from clinieval.errors import UserError
 
 NORMAL = ["lungs are clear", "no acute abnormality", "heart size is normal", "no effusion is seen"]

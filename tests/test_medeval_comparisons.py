@@ -16,8 +16,8 @@ import pytest
 from clinieval.benchmarks.medeval import analysis, comparisons
 from clinieval.benchmarks.medeval.analysis import Arm, Settings, medeval_analysis, read_arm
 from clinieval.benchmarks.medeval.baselines.train import answer_text, write_baseline_arm
+from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 from clinieval.benchmarks.medeval.prompts import TaskName
-from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 
 FAST = Settings(resamples=200)
 

@@ -28,15 +28,15 @@ from clinieval.benchmarks.medeval.data import (
     load_sentences,
     report_sentences,
 )
-from clinieval.benchmarks.medeval.mimic_cxr import load_mimic_cxr
-from clinieval.benchmarks.medeval.openi import load_openi, read_openi_xml
-from clinieval.benchmarks.medeval.records import (
+from clinieval.benchmarks.medeval.items import (
     CHEST,
     CHEXPERT_OBSERVATIONS,
     FOOT_ANKLE_CODES,
     ReportItem,
     SentenceItem,
 )
+from clinieval.benchmarks.medeval.mimic_cxr import load_mimic_cxr
+from clinieval.benchmarks.medeval.openi import load_openi, read_openi_xml
 from clinieval.benchmarks.medeval.sections import parse_sections, split_sentences
 from clinieval.benchmarks.medeval.synth.corpus import build_corpus
 from clinieval.benchmarks.medeval.synth.domains import DOMAINS

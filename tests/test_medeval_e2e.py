@@ -15,7 +15,7 @@ import pytest
 
 from clinieval.benchmarks.medeval.baselines.train import answer_text
 from clinieval.benchmarks.medeval.data import load_folder
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 from tests.conftest import need_shared, run_cli
 from tests.fault_server import FaultServer

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, FOOT_ANKLE_CODES, CodeValue
 from clinieval.benchmarks.medeval.labeller import Labeller, label_csv, load_rules_file, read_reports, rules
 from clinieval.benchmarks.medeval.labeller.rules import RULES_DIR
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, FOOT_ANKLE_CODES, CodeValue
 from clinieval.errors import UserError
 from tests.conftest import need_shared
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.benchmarks.medeval.items import CHEXPERT_NUMBERS, CHEXPERT_OBSERVATIONS, CodeValue
 from clinieval.benchmarks.medeval.labeller import Labeller
-from clinieval.benchmarks.medeval.records import CHEXPERT_NUMBERS, CHEXPERT_OBSERVATIONS, CodeValue
 from tests.conftest import need_shared
 
 DEV_SET = Path(__file__).parent / "data" / "medeval-labeller-dev.jsonl"

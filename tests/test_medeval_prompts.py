@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.parsing import LABELS, read_codes, read_label
 from clinieval.benchmarks.medeval.prompts import (
     PROMPT_OBSERVATIONS,
@@ -21,7 +22,6 @@ from clinieval.benchmarks.medeval.prompts import (
     report_prompt,
     sentence_prompt,
 )
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.task import draw_examples
 from clinieval.errors import UserError
 from tests.conftest import REPO

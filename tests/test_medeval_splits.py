@@ -17,7 +17,7 @@ import pytest
 
 from clinieval.benchmarks.medeval.baselines.train import train_baseline
 from clinieval.benchmarks.medeval.data import assign_splits, load_folder
-from clinieval.benchmarks.medeval.records import CHEST, SPLITS, ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.items import CHEST, SPLITS, ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.synth.corpus import build_corpus
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 

@@ -255,9 +255,9 @@ def test_a_failing_item_stops_the_other_workers_before_the_files_close(tmp_path:
     from dataclasses import dataclass
 
     from clinieval.models.spec import BackendOptions, parse_model_spec
-    from clinieval.records import SampleRecord
     from clinieval.runner import execute
     from clinieval.runs import RunDir, build_manifest
+    from clinieval.sample_record import SampleRecord
     from clinieval.scoring.scorers import ExactMatch, Needs
     from clinieval.task import PromptTemplate, Task
     from clinieval.types import Sample, Score
@@ -357,8 +357,8 @@ def test_a_rerun_over_changed_data_stops_unless_asked_to_rerun_the_changes(tmp_p
 def test_changed_samples_are_named_in_the_data_order_not_the_order_calls_finished() -> None:
     """Concurrent calls finish in any order, so records do too; the refusal names the first
     changed sample of the data, which CI once saw flip between x1 and x2."""
-    from clinieval.records import SampleRecord
     from clinieval.runner import changed_samples
+    from clinieval.sample_record import SampleRecord
     from clinieval.types import Message, Sample
 
     old = [Sample(id=f"x{i}", input=f"q{i}", target="ok") for i in range(4)]

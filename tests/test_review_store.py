@@ -30,7 +30,7 @@ from clinieval.review.cli import review_app
 from clinieval.review.db import Assignment, Item, User, read_session
 from clinieval.review.export import export_study
 from clinieval.review.items import AnswerIn, ReviewItem, read_items
-from clinieval.review.kinds import get_kind
+from clinieval.review.study_kinds import get_kind
 from tests.conftest import free_port, run_cli, wait_http
 
 pytest_plugins = ["tests.postgres"]

@@ -234,7 +234,7 @@ def test_the_queue_previews_counts_and_says_where_to_start(tmp_path: Path, clien
 
 
 def test_kinds_have_a_plain_label_and_a_preview() -> None:
-    from clinieval.review.kinds import KINDS
+    from clinieval.review.study_kinds import KINDS
 
     assert {name: k.label for name, k in KINDS.items()} == {
         "rank": "Rank answers",

@@ -14,9 +14,9 @@ import pytest
 
 from clinieval.errors import UserError
 from clinieval.record_codec import MIN_SHARED, TextTable, text_id
-from clinieval.records import SampleRecord
 from clinieval.run_writer import RunWriter
 from clinieval.runs import RunDir
+from clinieval.sample_record import SampleRecord
 from clinieval.types import Message, ModelOutput, Sample
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer

@@ -10,7 +10,7 @@ import pytest
 from clinieval.analysis.uncertainty import bootstrap_ci
 from clinieval.cache import RequestCache, request_key
 from clinieval.errors import UserError
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import ChoiceExtraction, ChoiceLoglik, extract_choice
 from clinieval.summary import summarize
 from clinieval.types import ErrorKind, LoglikOutput, Message, ModelOutput, Sample, Score, TokenLogprob

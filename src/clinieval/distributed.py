@@ -40,8 +40,8 @@ from clinieval.datasets import ENV_DATA_DIR
 from clinieval.errors import UserError, one_of
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.records import SampleRecord
 from clinieval.runner import CachedCalls, Executor, evaluate_item
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import Scorer
 from clinieval.task import PromptTemplate, Task
 from clinieval.types import JSON, GenerationConfig, Sample

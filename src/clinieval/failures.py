@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.types import ErrorKind
 
 OUTCOMES = frozenset({ErrorKind.CONTENT_FILTER.value})

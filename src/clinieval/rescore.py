@@ -7,8 +7,8 @@ from pathlib import Path
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl
-from clinieval.records import SampleRecord
 from clinieval.runs import SCORES, RunDir
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import Scorer, no_reference
 from clinieval.summary import ScorerSummary, summarize
 from clinieval.types import Score

@@ -25,8 +25,8 @@ import orjson
 
 from clinieval.cache import RequestCache
 from clinieval.fsutil import raise_named
-from clinieval.records import SampleRecord
 from clinieval.runs import RunDir
+from clinieval.sample_record import SampleRecord
 from clinieval.types import JSON
 
 

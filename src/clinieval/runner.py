@@ -25,9 +25,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from clinieval.cache import RequestStore, request_key
 from clinieval.errors import UserError
 from clinieval.models.base import Model
-from clinieval.records import SampleRecord
 from clinieval.run_writer import RunWriter
 from clinieval.runs import RunDir
+from clinieval.sample_record import SampleRecord
 from clinieval.task import MultiStepPolicy, Task
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 

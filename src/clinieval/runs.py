@@ -35,7 +35,7 @@ from clinieval.cache import RequestCache
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, raise_named
 from clinieval.record_codec import MissingText, TextTable
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.types import JSON
 
 MANIFEST = "manifest.json"

@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from clinieval.analysis.uncertainty import bootstrap_ci
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.types import JSON, Score
 
 

@@ -105,7 +105,7 @@ class LlamaCppTokenizer:
             import llama_cpp
             from llama_cpp import Llama
 
-            from clinieval.models.native import release_at_exit
+            from clinieval.models.shutdown import release_at_exit
         except ImportError:
             raise UserError("gguf tokenizers need llama-cpp-python; run `make install`") from None
         try:
@@ -123,7 +123,7 @@ class LlamaCppTokenizer:
         self._cut = self._choose_cut()
 
     def release(self) -> None:
-        """Free the vocabulary at interpreter exit (see :mod:`clinieval.models.native`); the
+        """Free the vocabulary at interpreter exit (see :mod:`clinieval.models.shutdown`); the
         tokenizer is unusable afterwards, and says so rather than reading freed memory."""
         llm, self._llm, self._raw = self._llm, None, None
         if llm is not None:

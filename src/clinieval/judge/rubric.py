@@ -28,7 +28,7 @@ from clinieval.judge.verdict import (
     score_verdict,
     yes_no_verdict,
 )
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.types import Message
 
 

@@ -34,9 +34,9 @@ from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import Rubric, VerdictParseError, strip_echo
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.records import SampleRecord
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
 from clinieval.runs import SCORES, RunDir
+from clinieval.sample_record import SampleRecord
 from clinieval.server_fit import fit_concurrency
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 

@@ -59,7 +59,7 @@ import numpy as np
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
 from clinieval.models.catalog import file_fingerprint
-from clinieval.models.native import release_at_exit
+from clinieval.models.shutdown import release_at_exit
 from clinieval.types import (
     JSON,
     ErrorKind,

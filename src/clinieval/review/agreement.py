@@ -41,8 +41,8 @@ from clinieval.errors import UserError
 from clinieval.fsutil import finite_json
 from clinieval.review.db import Answer, Assignment, Item, User, read_session
 from clinieval.review.items import excerpt
-from clinieval.review.kinds import Measure, get_kind
 from clinieval.review.store import get_study
+from clinieval.review.study_kinds import Measure, get_kind
 
 T = TypeVar("T")
 Unit = tuple[str, str]
@@ -364,7 +364,7 @@ def study_agreement(engine: Engine, study: str) -> dict[str, Any]:
 
 def measure_sections(result: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The parts of a :func:`study_agreement` result by measure key (the keys of the study kind's
-    :meth:`~clinieval.review.kinds.Kind.measures`): what the admin page's tables read."""
+    :meth:`~clinieval.review.study_kinds.Kind.measures`): what the admin page's tables read."""
     out: dict[str, Mapping[str, Any]] = {}
     if "kendall_tau" in result:
         out["rank"] = {
@@ -445,7 +445,7 @@ def _key(value: object) -> str:
 
 def disagreements(engine: Engine, study: str, on: str | None = None) -> Disagreements:
     """The items of ``study`` where submitted reviews differ on the measure ``on`` (a key of the
-    kind's :meth:`~clinieval.review.kinds.Kind.measures`; the first when None), the largest gap
+    kind's :meth:`~clinieval.review.study_kinds.Kind.measures`; the first when None), the largest gap
     first (then the largest total, then the data's order). Items where every reviewer agrees, or
     that only one reviewer has submitted, are counted but not listed."""
     with read_session(engine) as s:

@@ -194,9 +194,9 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
             typer.Option("--from", help="the source that reads SOURCE (default: the one that recognises it)"),
         ] = None,
     ) -> None:
-        from clinieval.review.kinds import get_kind
         from clinieval.review.sources import pick_source, study_kind
         from clinieval.review.store import connect, import_items, list_studies
+        from clinieval.review.study_kinds import get_kind
 
         chosen = pick_source(known, source, from_)
         settings = _config(config)

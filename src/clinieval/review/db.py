@@ -177,7 +177,7 @@ class Item(Base):
 
     @property
     def answer_keys(self) -> list[str]:
-        """The answers' keys in import order (what :mod:`clinieval.review.kinds` validates against)."""
+        """The answers' keys in import order (what :mod:`clinieval.review.study_kinds` validates against)."""
         return [a.key for a in self.answers]
 
 

@@ -43,7 +43,7 @@ from clinieval.review.db import (
     write_session,
 )
 from clinieval.review.items import AnswerIn, ReviewItem, difference
-from clinieval.review.kinds import get_kind
+from clinieval.review.study_kinds import get_kind
 
 MIN_PASSWORD: Final = 8
 MAX_NAME: Final = 200

@@ -31,7 +31,7 @@ from datetime import date
 from decimal import Decimal
 
 from clinieval.errors import UserError
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import Needs, failed_score, generated_output
 from clinieval.types import Sample, Score
 

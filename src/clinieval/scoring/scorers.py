@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from clinieval.errors import UserError
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.choices import read_letter, shows_lettered
 from clinieval.types import ModelOutput, Score
 

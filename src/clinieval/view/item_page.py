@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.view.cut import CutRange, cut_ranges, describe_cut
 from clinieval.view.html import esc, number, page, pre, table
 from clinieval.view.paging import PAGE_CHARS, pager

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from clinieval.analysis._validation import UndefinedStatisticError
-from clinieval.benchmarks.automedeval.records import JudgeItem
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 from clinieval.errors import UserError
 
 JSON = dict[str, Any]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 from clinieval.benchmarks.automedeval.judging import (
     ESTIMATORS,
     Entry,
@@ -36,7 +37,6 @@ from clinieval.benchmarks.automedeval.judging import (
     read_verdicts,
     run_scores,
 )
-from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.datasets import read_json
 from clinieval.errors import UserError
 

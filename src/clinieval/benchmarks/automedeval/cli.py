@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 import typer
 
 from clinieval.benchmarks.automedeval.build.cli import build_app
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 from clinieval.benchmarks.automedeval.kb_cli import KbSearch, kb_app
-from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.benchmarks.automedeval.train_cli import train
 from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
 from clinieval.errors import UserError
@@ -103,10 +103,10 @@ def judge(
     import asyncio
     import dataclasses
 
-    from clinieval.benchmarks.automedeval.baseline import judge_model
     from clinieval.benchmarks.automedeval.data import load_set
     from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_all, judge_folders
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
+    from clinieval.benchmarks.automedeval.overlap_judge import judge_model
     from clinieval.models.spec import BackendOptions
 
     items = load_set(judge_set_path)

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clinieval.benchmarks.automedeval.records import JudgeItem, Response
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Response
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl
-from clinieval.records import SampleRecord
 from clinieval.runs import RunDir
+from clinieval.sample_record import SampleRecord
 
 
 @dataclass(frozen=True, slots=True)

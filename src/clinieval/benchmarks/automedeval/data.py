@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from clinieval.benchmarks.automedeval.records import CRITERIA, SCORE_RANGE, JudgeItem, Rating, Response
+from clinieval.benchmarks.automedeval.judge_set import CRITERIA, SCORE_RANGE, JudgeItem, Rating, Response
 from clinieval.datasets import json_objects, require
 from clinieval.errors import UserError
 

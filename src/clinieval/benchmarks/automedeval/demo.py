@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clinieval.benchmarks.automedeval.records import JudgeItem
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 
 SYNTHETIC_WARNING = (
     "These numbers are on clinieval's synthetic judge-evaluation set: its physician ratings are a stated "
@@ -77,9 +77,9 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
     """Write the set, the base, each judge's verdicts and the report under ``plan.out``."""
     from clinieval.benchmarks.automedeval import report
     from clinieval.benchmarks.automedeval.analysis import AnalysisSettings, analyze, read_judge_runs
-    from clinieval.benchmarks.automedeval.baseline import judge_model
     from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_all, judge_folders
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
+    from clinieval.benchmarks.automedeval.overlap_judge import judge_model
     from clinieval.models.spec import BackendOptions
 
     plan.out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,7 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
 
 def demo_judges(judges: Sequence[str] | None) -> tuple[str, ...]:
     """Both embedded models and the rule-based overlap baseline, unless judges are given."""
-    from clinieval.benchmarks.automedeval.baseline import SPEC
+    from clinieval.benchmarks.automedeval.overlap_judge import SPEC
     from clinieval.models.catalog import DEMO_MODELS
 
     return tuple(judges or (*DEMO_MODELS, SPEC))

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 from clinieval.benchmarks.automedeval.knowledge import (
     MAX_ROUNDS,
     KnowledgeBase,
@@ -41,7 +42,6 @@ from clinieval.benchmarks.automedeval.knowledge import (
     question_of,
 )
 from clinieval.benchmarks.automedeval.prompts import judge_messages, one_shot_messages
-from clinieval.benchmarks.automedeval.records import JudgeItem
 from clinieval.benchmarks.automedeval.verdict import (
     cut_response,
     parse_scores,

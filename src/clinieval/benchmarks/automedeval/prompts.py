@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clinieval.benchmarks.automedeval.records import JudgeItem, Response
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Response
 from clinieval.types import Message
 
 INSTRUCTION = (

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from clinieval.benchmarks.automedeval.records import CRITERIA, SCORE_RANGE, JudgeItem, Rating
+from clinieval.benchmarks.automedeval.judge_set import CRITERIA, SCORE_RANGE, JudgeItem, Rating
 from clinieval.errors import UserError, shown
 from clinieval.review.items import AnswerIn, ReviewItem
 from clinieval.review.sources import Converted, ReviewSource, first_json_object, has_columns

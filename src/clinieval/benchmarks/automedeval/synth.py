@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from clinieval.benchmarks.automedeval.records import JudgeItem, Rating, Response
+from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Rating, Response
 
 
 @dataclass(frozen=True, slots=True)

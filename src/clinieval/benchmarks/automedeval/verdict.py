@@ -27,8 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clinieval.benchmarks.automedeval.judge_set import SCORE_RANGE
 from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
-from clinieval.benchmarks.automedeval.records import SCORE_RANGE
 from clinieval.judge.verdict import NumberedFormat, locate_numbered, numbered_scores
 
 RESPONSE_CHARS = 1000

@@ -21,7 +21,7 @@ from typing import Literal
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict, parse_score, parse_yes_no
 from clinieval.judge.verdict import score_marker, section
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.choices import read_letter
 from clinieval.scoring.scorers import Needs, failed_score, generated_output
 from clinieval.task import LETTERS, option_lines

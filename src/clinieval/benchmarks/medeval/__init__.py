@@ -29,8 +29,8 @@ class MedEval(BenchmarkBase):
     def task(self, request: TaskRequest) -> Task:
         """One task zero-shot over ``--data`` (a MedEval-shaped folder); ``--split`` picks the split."""
         from clinieval.benchmarks.medeval.data import load_folder
+        from clinieval.benchmarks.medeval.items import SPLITS
         from clinieval.benchmarks.medeval.prompts import TASKS
-        from clinieval.benchmarks.medeval.records import SPLITS
         from clinieval.benchmarks.medeval.task import MedEvalSettings, medeval_task
 
         name = request.name.removeprefix(f"{self.name}-") if request.name != self.name else "abnormality"

@@ -29,7 +29,7 @@ from clinieval.benchmarks.medeval.arms import read_arm as read_arm
 from clinieval.benchmarks.medeval.parsing import LABELS
 from clinieval.benchmarks.medeval.prompts import TaskName
 from clinieval.errors import UserError
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from clinieval.benchmarks.medeval.prompts import TASKS, TaskName
 from clinieval.errors import UserError
-from clinieval.records import SampleRecord
 from clinieval.runs import RunDir
+from clinieval.sample_record import SampleRecord
 
 
 @dataclass(frozen=True, slots=True)

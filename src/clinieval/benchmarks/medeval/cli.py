@@ -1,7 +1,7 @@
 """``clinieval medeval``: run, analyze, label, train and demo MedEval evaluations.
 
 Thin: each command parses its options, calls the library and prints. The work lives beside this
-module: ``records`` (the data's types), ``data`` / ``mimic_cxr`` / ``openi`` / ``synth`` (loading and
+module: ``items`` (the data's types), ``data`` / ``mimic_cxr`` / ``openi`` / ``synth`` (loading and
 the synthetic corpus), ``prompts`` and ``parsing`` (the paper's prompts, the qualified rate),
 ``task`` (arms), ``scoring``, ``analysis`` / ``report``, ``labeller`` (rule-based codes) and
 ``baselines`` (trained classifiers).
@@ -104,9 +104,9 @@ def run(
     Re-running the same command resumes each arm where it stopped.
     """
     from clinieval.benchmarks.medeval.data import load_folder
+    from clinieval.benchmarks.medeval.items import Split
     from clinieval.benchmarks.medeval.parsing import QUALIFIED_RULES
     from clinieval.benchmarks.medeval.prompts import PAPER_EXAMPLES, TASKS
-    from clinieval.benchmarks.medeval.records import Split
     from clinieval.benchmarks.medeval.task import GENERATION, MedEvalSettings, run_task_arm
     from clinieval.models.spec import arm_dir_name
 

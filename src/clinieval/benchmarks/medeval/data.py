@@ -44,10 +44,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
 from clinieval.analysis.table import LongTable, Row, read_table
-from clinieval.benchmarks.medeval.mimic_cxr import find_files_root, load_mimic_cxr
-from clinieval.benchmarks.medeval.openi import find_xml_folder, load_openi
-from clinieval.benchmarks.medeval.prompts import SENTENCE_TASKS
-from clinieval.benchmarks.medeval.records import (
+from clinieval.benchmarks.medeval.items import (
     CHEST,
     CHEXPERT_OBSERVATIONS,
     FOOT_ANKLE_CODES,
@@ -59,6 +56,9 @@ from clinieval.benchmarks.medeval.records import (
     SentenceItem,
     Split,
 )
+from clinieval.benchmarks.medeval.mimic_cxr import find_files_root, load_mimic_cxr
+from clinieval.benchmarks.medeval.openi import find_xml_folder, load_openi
+from clinieval.benchmarks.medeval.prompts import SENTENCE_TASKS
 from clinieval.benchmarks.medeval.sections import normalize_space, split_sentences
 from clinieval.datasets import read_json
 from clinieval.errors import UserError, shown

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, CodeValue, ReportItem, Split
 from clinieval.benchmarks.medeval.openi import problem, strict_error, unreadable_note
-from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, CodeValue, ReportItem, Split
 from clinieval.benchmarks.medeval.sections import parse_sections
 from clinieval.datasets import not_utf8, utf8_lines
 from clinieval.errors import UserError

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import NoReturn
 from xml.parsers import expat
 
-from clinieval.benchmarks.medeval.records import CHEST, ReportItem
+from clinieval.benchmarks.medeval.items import CHEST, ReportItem
 from clinieval.benchmarks.medeval.sections import normalize_space
 from clinieval.errors import UserError
 

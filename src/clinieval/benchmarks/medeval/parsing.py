@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 
 LABELS: dict[str, tuple[str, str]] = {
     "abnormality": ("normal", "abnormal"),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
 from clinieval.errors import UserError
 
 TaskName: TypeAlias = Literal["abnormality", "ambiguity", "rewriting", "codes", "summarization"]

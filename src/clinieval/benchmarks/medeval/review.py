@@ -27,7 +27,7 @@ from clinieval.errors import UserError, shown
 from clinieval.review.sources import Converted, ExportRow, ReviewSource, has_columns
 
 if TYPE_CHECKING:
-    from clinieval.benchmarks.medeval.records import SentenceItem
+    from clinieval.benchmarks.medeval.items import SentenceItem
 
 LABELS = {"abnormality": ("normal", "abnormal"), "ambiguity": ("unambiguous", "ambiguous")}
 """The study's label sets (the review app's default ``sentence`` config), false word first."""

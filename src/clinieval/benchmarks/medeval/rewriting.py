@@ -23,7 +23,7 @@ from typing import Any
 
 from clinieval.benchmarks.medeval.baselines.classifiers import Classifier, load_classifier
 from clinieval.errors import UserError
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 

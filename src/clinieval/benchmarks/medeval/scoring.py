@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 from clinieval.benchmarks.medeval.parsing import LABELS, QualifiedRule, read_codes, read_label
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS
-from clinieval.records import SampleRecord
+from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import failed_score, generated_output
 from clinieval.types import Score
 

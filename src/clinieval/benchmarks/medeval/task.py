@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 from clinieval.benchmarks.medeval.parsing import QualifiedRule
 from clinieval.benchmarks.medeval.prompts import (
     PAPER_SHOTS,
@@ -33,7 +34,6 @@ from clinieval.benchmarks.medeval.prompts import (
     report_prompt,
     sentence_prompt,
 )
-from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, TextOverlap
 from clinieval.errors import UserError
 from clinieval.models.base import Model

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clinieval.review.kinds import Measure
+from clinieval.review.study_kinds import Measure
 
 Band = tuple[float, str]
 """(upper bound, exclusive; the band's name)."""

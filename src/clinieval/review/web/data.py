@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from clinieval.review.db import Answer, Assignment, Item, Study, read_session
 from clinieval.review.items import excerpt
-from clinieval.review.kinds import Measure, get_kind
 from clinieval.review.store import letter
+from clinieval.review.study_kinds import Measure, get_kind
 
 PREVIEW_CHARS: Final = 120
 """How much of an item's question the queue shows (cut at a word break, with "…")."""

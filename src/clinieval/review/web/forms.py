@@ -3,7 +3,7 @@
 Posted field names use the answer's *letter* (``rank-B``), never its key or its model; this
 module maps letters back to keys with the assignment's stored order. Parsing is deliberately
 lenient: it turns the form into a payload of the right shape and leaves every judgement (a rank
-out of range, a missing reason) to :mod:`clinieval.review.kinds`, the one place the rules live.
+out of range, a missing reason) to :mod:`clinieval.review.study_kinds`, the one place the rules live.
 A value that does not parse (``rank-A=abc``) is passed on as the text it was, so the kind's
 message names it and the form shows it again as typed.
 

@@ -19,7 +19,7 @@ from starlette.datastructures import UploadFile
 from clinieval.errors import UserError
 from clinieval.review import store
 from clinieval.review.db import ACTIONS, User
-from clinieval.review.kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
+from clinieval.review.study_kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
 from clinieval.review.web import data, forms, record
 from clinieval.review.web.render import render
 from clinieval.review.web.security import NotFound, current_user, engine_of

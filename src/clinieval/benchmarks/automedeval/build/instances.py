@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from clinieval.benchmarks.automedeval.records import SCORE_RANGE, JudgeItem, Response
+from clinieval.benchmarks.automedeval.judge_set import SCORE_RANGE, JudgeItem, Response
 from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl

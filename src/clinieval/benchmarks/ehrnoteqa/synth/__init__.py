@@ -9,7 +9,7 @@ scoring) can run end to end on any machine. A score on it says nothing about cli
 
 - :mod:`.summaries`: the patient's admissions and their (long-mode) discharge summaries;
 - :mod:`.facts`: what the coded events of a stay say (the answers' source);
-- :mod:`.kinds`: the question kinds and their distractor candidates;
+- :mod:`.question_kinds`: the question kinds and their distractor candidates;
 - :mod:`.questions`: evidence, distractors, answer letters and the per-patient pick;
 - :mod:`.writer`: :func:`~.writer.build_synthetic_set`, the folder and its manifest.
 """

@@ -1,7 +1,7 @@
 """Facts of one stay, read from the timeline's coded events tied to the admission.
 
 Answers come from here (principal diagnosis, discharge prescriptions, procedures, lab and vital
-values, dates), never from the notes' free text: the question kinds (:mod:`.kinds`) ask about
+values, dates), never from the notes' free text: the question kinds (:mod:`.question_kinds`) ask about
 what these return, and the notes (:mod:`.summaries`) are written from the same events.
 """
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
-from clinieval.benchmarks.ehrnoteqa.synth.kinds import KINDS, Candidate, Draft, Kind
+from clinieval.benchmarks.ehrnoteqa.synth.question_kinds import KINDS, Candidate, Draft, Kind
 from clinieval.benchmarks.ehrnoteqa.synth.summaries import Case, seeded_rng
 from clinieval.ehr.notes import normalize_whitespace
 
@@ -38,7 +38,7 @@ SOURCES: tuple[str, ...] = ("same_patient_notes", "same_patient_record", "genera
 """Where a distractor came from, in order of preference: a fact of the same patient shown in the
 notes, a fact of the same patient elsewhere in the record (clinic or emergency visits, a fourth
 admission), the generator's catalog (:mod:`clinieval.ehr.synth`), and a short list in
-:mod:`.kinds` (used where the generator's catalog has too few entries of a type)."""
+:mod:`.question_kinds` (used where the generator's catalog has too few entries of a type)."""
 
 
 # ---------------------------------------------------------------------------------- the items

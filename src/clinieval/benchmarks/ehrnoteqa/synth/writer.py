@@ -18,7 +18,7 @@ from typing import Any
 
 from clinieval.benchmarks.ehrnoteqa.data import NOTES_FILE, QA_FILE
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
-from clinieval.benchmarks.ehrnoteqa.synth.kinds import CATEGORIES, KINDS
+from clinieval.benchmarks.ehrnoteqa.synth.question_kinds import CATEGORIES, KINDS
 from clinieval.benchmarks.ehrnoteqa.synth.questions import SOURCES, Item, LetterDeck, ask_all, select
 from clinieval.benchmarks.ehrnoteqa.synth.summaries import Admission, Case, build_case
 from clinieval.context.tokenizers import Tokenizer, tokenizer_from_spec

@@ -21,14 +21,14 @@ from typing import Any
 from clinieval import __version__
 from clinieval.benchmarks.medeval.baselines.classifiers import Labels, new_classifier
 from clinieval.benchmarks.medeval.data import split_leakage
+from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 from clinieval.benchmarks.medeval.parsing import LABELS
 from clinieval.benchmarks.medeval.prompts import TaskName, gold_label
-from clinieval.benchmarks.medeval.records import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
 from clinieval.benchmarks.medeval.task import Item, MedEvalSettings, eligible, medeval_task
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
-from clinieval.records import SampleRecord
 from clinieval.runs import SUMMARY, RunDir, append_record, build_manifest
+from clinieval.sample_record import SampleRecord
 from clinieval.summary import summarize
 from clinieval.types import JSON, Message, ModelOutput
 

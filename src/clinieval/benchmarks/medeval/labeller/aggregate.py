@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from clinieval.benchmarks.medeval.items import CodeValue
 from clinieval.benchmarks.medeval.labeller.rules import DomainRules, Phrase
-from clinieval.benchmarks.medeval.records import CodeValue
 
 STRENGTH: dict[CodeValue, int] = {"absent": 0, "negative": 1, "unknown": 2, "positive": 3}
 """How values combine for one code (CheXpert: negative and uncertain give uncertain, anything and

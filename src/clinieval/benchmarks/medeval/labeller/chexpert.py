@@ -14,8 +14,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_NUMBERS, CodeValue
 from clinieval.benchmarks.medeval.labeller.pipeline import Labeller
-from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_NUMBERS, CodeValue
 from clinieval.datasets import utf8_lines
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_csv

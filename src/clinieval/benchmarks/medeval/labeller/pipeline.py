@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clinieval.benchmarks.medeval.items import CHEST, CodeValue
 from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
 from clinieval.benchmarks.medeval.labeller.modifiers import (
     ABNORMAL_SIZE,
@@ -43,7 +44,6 @@ from clinieval.benchmarks.medeval.labeller.modifiers import (
     Modifier,
 )
 from clinieval.benchmarks.medeval.labeller.rules import DomainRules, Phrase, rules_for_domain
-from clinieval.benchmarks.medeval.records import CHEST, CodeValue
 
 if TYPE_CHECKING:
     from spacy.language import Language

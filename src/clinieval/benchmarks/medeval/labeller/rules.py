@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, CodeValue
 from clinieval.benchmarks.medeval.labeller.modifiers import DEFAULT_CONTEXT, ContextRules, context_for
 from clinieval.benchmarks.medeval.labeller.patterns import patterns_dir, read_vocabulary
-from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, CodeValue
 from clinieval.datasets import UNDECODABLE, not_utf8
 from clinieval.errors import UserError
 

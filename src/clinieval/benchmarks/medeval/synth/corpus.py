@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clinieval.benchmarks.medeval.records import CODE_VALUES, ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.items import CODE_VALUES, ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.synth.domains import DOMAINS, Domain, domain_codes
 from clinieval.benchmarks.medeval.synth.reports import report_item
 from clinieval.benchmarks.medeval.synth.sentences import sentence_item

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from clinieval.benchmarks.medeval.data import FOOT_ANKLE
-from clinieval.benchmarks.medeval.records import CHEST, CHEXPERT_OBSERVATIONS, FOOT_ANKLE_CODES
+from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, FOOT_ANKLE_CODES
 
 __all__ = ["DOMAINS", "SLOTS", "Domain", "Finding", "Normal", "domain_codes"]
 

@@ -26,7 +26,7 @@ import random
 import textwrap
 from dataclasses import dataclass, field
 
-from clinieval.benchmarks.medeval.records import CodeValue, ReportItem
+from clinieval.benchmarks.medeval.items import CodeValue, ReportItem
 from clinieval.benchmarks.medeval.sections import normalize_space
 from clinieval.benchmarks.medeval.synth.domains import Domain, Finding, Normal
 from clinieval.benchmarks.medeval.synth.text import (

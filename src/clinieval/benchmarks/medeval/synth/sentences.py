@@ -24,7 +24,7 @@ import random
 import re
 from dataclasses import replace
 
-from clinieval.benchmarks.medeval.records import AmbiguityKind, SentenceItem
+from clinieval.benchmarks.medeval.items import AmbiguityKind, SentenceItem
 from clinieval.benchmarks.medeval.synth.domains import Domain
 from clinieval.benchmarks.medeval.synth.text import (
     Context,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from clinieval.benchmarks.medeval.data import MANIFEST_FILE, OBSERVATIONS_FILE
-from clinieval.benchmarks.medeval.records import ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.items import ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.synth.corpus import NOTE, SyntheticCorpus, build_corpus
 from clinieval.errors import UserError
 from clinieval.fsutil import staged_dir
