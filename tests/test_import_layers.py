@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site
     ("view",),
-    ("benchmark", "cli_options"),
+    ("benchmark", "cli_options", "cli_commands"),
     # clinician review: below the benchmarks, which convert their files into review items
     ("review",),
     ("benchmarks",),
