@@ -1,8 +1,8 @@
 """What every text metric shares: the result type, the protocol, input checks, and tokenisation.
 
 Kept apart from the metrics themselves because everything else builds on it without needing
-any one metric: the overlap metrics, BERTScore, the name registry and the learned metrics in
-:mod:`clinieval.scoring.learned` all speak :class:`MetricResult` and :func:`prepare_inputs`.
+any one metric: the overlap metrics, BERTScore and the name registry all speak
+:class:`MetricResult` and :func:`prepare_inputs`.
 :func:`word_tokens` and the cached stemmer are here because results record the tokenizer by its
 path and because the benchmarks count words with the same function. Importing this module loads
 no heavy library (nltk only when a stemmer is first asked for).
