@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,7 +29,7 @@ from clinieval.ehr.synth.concepts import (
 )
 from clinieval.ehr.synth.generator import generate
 from clinieval.ehr.synth.labs import LABS
-from clinieval.ehr.timeline import Timeline
+from clinieval.ehr.timeline import Event, Timeline
 from clinieval.errors import UserError
 from clinieval.fsutil import staged_dir
 
@@ -245,6 +246,30 @@ def _dt(t: datetime | None) -> str:
     return "" if t is None else f"{t:%Y-%m-%d %H:%M:%S}"
 
 
+def _span(start: datetime | None, end: datetime | None) -> tuple[str, str, str, str]:
+    """Start date, start datetime, end date, end datetime: the four columns every dated table has."""
+    return _d(start), _dt(start), _d(end), _dt(end)
+
+
+@dataclass(frozen=True, slots=True)
+class _EventRef:
+    """An event's row number in its table, its person, concept and visit."""
+
+    n: int
+    pid: int
+    cid: int
+    code: str
+    vid: int | str
+
+    def head(self) -> tuple[int, int, int]:
+        """The row id, person id and concept id that open every event row."""
+        return self.n, self.pid, self.cid
+
+    def source(self, code: str | None = None, cid: int | None = None) -> tuple[int | str, str, str, int]:
+        """Visit, visit detail, source value and source concept (the event's own unless given)."""
+        return self.vid, "", self.code if code is None else code, self.cid if cid is None else cid
+
+
 class _OmopRows:
     """Turns generator timelines into OMOP rows, numbering events per table and recording concepts."""
 
@@ -297,10 +322,7 @@ class _OmopRows:
                     int(v.visit_id),
                     pid,
                     self._c(vc),
-                    _d(v.start),
-                    _dt(v.start),
-                    _d(v.end),
-                    _dt(v.end),
+                    *_span(v.start, v.end),
                     TYPE_EHR,
                     "",
                     "",
@@ -315,150 +337,9 @@ class _OmopRows:
             )
             prev = v.visit_id
         for e in tl.events:
-            if e.domain == "death":
-                continue
-            table = _DOMAIN_TABLE[e.domain]
-            self.counters[table] += 1
-            n = self.counters[table]
-            c = _BY_CODE[(e.vocabulary or "", e.code or "")]
-            cid = self._c(c)
-            vid = int(e.visit_id) if e.visit_id else ""
-            if table == "CONDITION_OCCURRENCE":
-                cd = _COND_BY_SNOMED[c.code]
-                end = None if cd.chronic else (ends.get(e.visit_id or "") or e.time)
-                end = None if end is None else end + timedelta(days=10)
-                yield (
-                    table,
-                    (
-                        n,
-                        pid,
-                        cid,
-                        _d(e.time),
-                        _dt(e.time),
-                        _d(end),
-                        _dt(end),
-                        TYPE_EHR,
-                        0,
-                        "",
-                        "",
-                        vid,
-                        "",
-                        cd.icd10.code,
-                        self._c(cd.icd10),
-                        "",
-                    ),
-                )
-            elif table == "DRUG_EXPOSURE":
-                dd = _DRUG_BY_CODE[c.code]
-                assert e.time is not None
-                end = e.time + timedelta(days=dd.days_supply)
-                yield (
-                    table,
-                    (
-                        n,
-                        pid,
-                        cid,
-                        _d(e.time),
-                        _dt(e.time),
-                        _d(end),
-                        _dt(end),
-                        _d(end),
-                        TYPE_EHR,
-                        "",
-                        0,
-                        dd.quantity,
-                        dd.days_supply,
-                        dd.sig,
-                        0,
-                        "",
-                        "",
-                        vid,
-                        "",
-                        c.code,
-                        cid,
-                        "",
-                        "",
-                    ),
-                )
-            elif table == "MEASUREMENT":
-                lab = LABS[c.code]
-                yield (
-                    table,
-                    (
-                        n,
-                        pid,
-                        cid,
-                        _d(e.time),
-                        _dt(e.time),
-                        _d(e.time),
-                        TYPE_EHR,
-                        0,
-                        e.value,
-                        0,
-                        self._c(lab.unit),
-                        lab.fmt(lab.ref_low),
-                        lab.fmt(lab.ref_high),
-                        "",
-                        vid,
-                        "",
-                        c.code,
-                        cid,
-                        e.unit,
-                        0,
-                        e.value,
-                        "",
-                        "",
-                    ),
-                )
-            elif table == "PROCEDURE_OCCURRENCE":
-                yield (
-                    table,
-                    (
-                        n,
-                        pid,
-                        cid,
-                        _d(e.time),
-                        _dt(e.time),
-                        _d(e.time),
-                        _dt(e.time),
-                        TYPE_EHR,
-                        0,
-                        "",
-                        "",
-                        vid,
-                        "",
-                        c.code,
-                        cid,
-                        "",
-                    ),
-                )
-            else:
-                yield (
-                    table,
-                    (
-                        n,
-                        pid,
-                        cid,
-                        _d(e.time),
-                        _dt(e.time),
-                        TYPE_EHR,
-                        "",
-                        e.value or "",
-                        0,
-                        0,
-                        0,
-                        "",
-                        vid,
-                        "",
-                        c.code,
-                        cid,
-                        "",
-                        "",
-                        e.value or "",
-                        "",
-                        "",
-                    ),
-                )
+            if e.domain != "death":
+                table = _DOMAIN_TABLE[e.domain]
+                yield table, _EVENT_ROWS[table](self, self._ref(table, e, pid), e, ends)
         for note in tl.notes:
             nc = NOTE_CLASSES[note.type]
             yield (
@@ -487,6 +368,54 @@ class _OmopRows:
                 cause = _BY_CODE.get((e.vocabulary or "", e.code or ""))
                 cc = self._c(cause) if cause else 0
                 yield "DEATH", (pid, _d(e.time), _dt(e.time), TYPE_EHR, cc, e.code or "", cc)
+
+    def _ref(self, table: str, e: Event, pid: int) -> _EventRef:
+        """Number the event in its table and look its concept up."""
+        self.counters[table] += 1
+        c = _BY_CODE[(e.vocabulary or "", e.code or "")]
+        return _EventRef(self.counters[table], pid, self._c(c), c.code, int(e.visit_id) if e.visit_id else "")
+
+    def _condition(self, r: _EventRef, e: Event, ends: Mapping[str, datetime | None]) -> tuple[Any, ...]:
+        cd = _COND_BY_SNOMED[r.code]
+        end = None if cd.chronic else (ends.get(e.visit_id or "") or e.time)
+        end = None if end is None else end + timedelta(days=10)
+        source = r.source(cd.icd10.code, self._c(cd.icd10))
+        return (*r.head(), *_span(e.time, end), TYPE_EHR, 0, "", "", *source, "")
+
+    def _drug(self, r: _EventRef, e: Event, ends: Mapping[str, datetime | None]) -> tuple[Any, ...]:
+        dd = _DRUG_BY_CODE[r.code]
+        assert e.time is not None
+        end = e.time + timedelta(days=dd.days_supply)
+        dates = (*_span(e.time, end), _d(end))
+        supply = ("", 0, dd.quantity, dd.days_supply, dd.sig, 0, "", "")
+        return (*r.head(), *dates, TYPE_EHR, *supply, *r.source(), "", "")
+
+    def _measurement(self, r: _EventRef, e: Event, ends: Mapping[str, datetime | None]) -> tuple[Any, ...]:
+        lab = LABS[r.code]
+        ref_range = (lab.fmt(lab.ref_low), lab.fmt(lab.ref_high))
+        value = (e.value, 0, self._c(lab.unit), *ref_range)
+        at = (_d(e.time), _dt(e.time), _d(e.time))
+        return (*r.head(), *at, TYPE_EHR, 0, *value, "", *r.source(), e.unit, 0, e.value, "", "")
+
+    def _procedure(self, r: _EventRef, e: Event, ends: Mapping[str, datetime | None]) -> tuple[Any, ...]:
+        return (*r.head(), *_span(e.time, e.time), TYPE_EHR, 0, "", "", *r.source(), "")
+
+    def _observation(self, r: _EventRef, e: Event, ends: Mapping[str, datetime | None]) -> tuple[Any, ...]:
+        value = e.value or ""
+        at = (_d(e.time), _dt(e.time))
+        return (*r.head(), *at, TYPE_EHR, "", value, 0, 0, 0, "", *r.source(), "", "", value, "", "")
+
+
+_EventRow = Callable[[_OmopRows, "_EventRef", Event, Mapping[str, datetime | None]], tuple[Any, ...]]
+
+_EVENT_ROWS: dict[str, _EventRow] = {
+    "CONDITION_OCCURRENCE": _OmopRows._condition,
+    "DRUG_EXPOSURE": _OmopRows._drug,
+    "MEASUREMENT": _OmopRows._measurement,
+    "PROCEDURE_OCCURRENCE": _OmopRows._procedure,
+    "OBSERVATION": _OmopRows._observation,
+}
+"""The row builder of each event table (the values in :data:`OMOP_COLUMNS` order)."""
 
 
 def write_omop(
