@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from clinieval.context.budget import DEFAULT_RESERVE, Budget, compute_budget, prompt_counter
 from clinieval.context.tokenizers import Tokenizer, tokenizer_for_gguf, tokenizer_from_spec
@@ -491,14 +491,22 @@ def fit_verified(
 
 @dataclass(frozen=True, slots=True)
 class FitterPolicy(_BudgetPolicy):
-    """A budget policy that fits the record with one :data:`Fitter`, verified on the whole prompt."""
+    """A budget policy that fits the record with one :data:`Fitter`, verified on the whole prompt.
 
-    def _fitter(self) -> Fitter:
-        raise NotImplementedError
+    A subclass names its ``KIND`` and its ``FITTER`` (or overrides :meth:`_fitter_for` when the
+    fitter depends on the sample).
+    """
+
+    KIND: ClassVar[str]
+    FITTER: ClassVar[Fitter]
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
 
     def _fitter_for(self, sample: Sample) -> Fitter:
         """The fitter for one sample (a policy that reads the instruction overrides this)."""
-        return self._fitter()
+        return type(self).FITTER
 
     async def fit(self, sample: Sample, model: Model) -> tuple[str, JSON]:
         def work() -> tuple[str, JSON]:
@@ -512,36 +520,24 @@ class FitterPolicy(_BudgetPolicy):
 class KeepRecentPolicy(FitterPolicy):
     """MedAlign's default: drop the oldest tokens, keep the end of the record."""
 
-    @property
-    def kind(self) -> str:
-        return "keep_recent"
-
-    def _fitter(self) -> Fitter:
-        return keep_recent
+    KIND = "keep_recent"
+    FITTER = keep_recent
 
 
 @dataclass(frozen=True, slots=True)
 class KeepOldestPolicy(FitterPolicy):
     """Keep the beginning of the record."""
 
-    @property
-    def kind(self) -> str:
-        return "keep_oldest"
-
-    def _fitter(self) -> Fitter:
-        return keep_oldest
+    KIND = "keep_oldest"
+    FITTER = keep_oldest
 
 
 @dataclass(frozen=True, slots=True)
 class DropPolicy(FitterPolicy):
     """Keep the record whole or drop the sample: ``info["dropped"]`` is True and the context empty."""
 
-    @property
-    def kind(self) -> str:
-        return "drop"
-
-    def _fitter(self) -> Fitter:
-        return drop_if_over
+    KIND = "drop"
+    FITTER = drop_if_over
 
 
 @dataclass(frozen=True, slots=True)

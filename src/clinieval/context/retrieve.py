@@ -84,9 +84,7 @@ def retrieve_visits(text: str, tok: Tokenizer, budget: int, *, query: str) -> tu
 class RetrievalPolicy(FitterPolicy):
     """BM25 over the record's visits with the instruction as the query, re-sorted by time."""
 
-    @property
-    def kind(self) -> str:
-        return "retrieval"
+    KIND = "retrieval"
 
     def _fitter_for(self, sample: Sample) -> Fitter:
         return partial(retrieve_visits, query=sample.input)
