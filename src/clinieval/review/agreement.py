@@ -93,12 +93,13 @@ def _submitted(engine: Engine, study: str) -> tuple[str, dict[str, Any], list[Su
         return row.kind, row.config, [(r, k, p or {}, sources[i]) for r, k, p, i in rows]
 
 
-def _per_answer(subs: list[Submission], field: str) -> Ratings:
+def _ratings(subs: list[Submission], measure: Measure) -> Ratings:
+    """Each reviewer's values of ``measure``: per answer (unit: item and the answer's model) or
+    per item (unit: item and "")."""
     out: Ratings = defaultdict(dict)
     for reviewer, item, payload, sources in subs:
-        for key, values in payload.get("answers", {}).items():
-            if values.get(field) is not None:
-                out[reviewer][(item, sources[key])] = values[field]
+        for unit, value in measure.values(payload).items():
+            out[reviewer][(item, sources[unit] if measure.per_answer else "")] = value
     return dict(out)
 
 
@@ -294,46 +295,39 @@ def _icc(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any] |
     }
 
 
-def _rank(subs: list[Submission], undefined: _Undefined) -> dict[str, Any]:
-    ranks = _per_answer(subs, "rank")
-    correct = _per_answer(subs, "correct")
-    tau = _kendall(ranks, undefined)
-    return {
-        "kendall_tau": tau,
-        "correct": _labels(correct, "correct", undefined),
-        "why": _whys(why_undefined(ranks), undefined, "Kendall's tau", kendall_tau=tau),
-    }
+@dataclass(frozen=True, slots=True)
+class _Stats:
+    """The statistics a kind composes its agreement from (:class:`~clinieval.review.study_kinds.
+    base.AgreementStats`), over one study's submissions; missing ones are noted in ``undefined``."""
 
+    subs: list[Submission]
+    undefined: _Undefined
 
-def _rate(subs: list[Submission], config: Mapping[str, Any], undefined: _Undefined) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for scale in config["scales"]:
-        name = scale["name"]
-        ratings = _per_answer(subs, name)
-        alpha = _alpha(ratings, "ordinal", name, undefined)
-        icc = _icc(ratings, name, undefined)
-        out[name] = {
-            "label": scale["label"],
+    def ranking(self, rank: Measure, correct: Measure) -> dict[str, Any]:
+        ranks = _ratings(self.subs, rank)
+        tau = _kendall(ranks, self.undefined)
+        return {
+            "kendall_tau": tau,
+            "correct": self.nominal(correct),
+            "why": _whys(why_undefined(ranks), self.undefined, "Kendall's tau", kendall_tau=tau),
+        }
+
+    def ordinal(self, measure: Measure) -> dict[str, Any]:
+        name = measure.key
+        ratings = _ratings(self.subs, measure)
+        alpha = _alpha(ratings, "ordinal", name, self.undefined)
+        icc = _icc(ratings, name, self.undefined)
+        return {
+            "label": measure.label,
             "krippendorff_alpha_ordinal": alpha,
             "alpha": _alpha_block(ratings, "ordinal"),
             "icc": icc,
             "items_with_overlap": _overlap(ratings),
-            "why": _whys(why_undefined(ratings), undefined, name, alpha=alpha, icc=icc),
+            "why": _whys(why_undefined(ratings), self.undefined, name, alpha=alpha, icc=icc),
         }
-    return {"scales": out}
 
-
-def _per_item(subs: list[Submission], get: Callable[[dict[str, Any]], Any]) -> Ratings:
-    out: Ratings = defaultdict(dict)
-    for reviewer, item, payload, _ in subs:
-        value = get(payload)
-        if value is not None:
-            out[reviewer][(item, "")] = value
-    return dict(out)
-
-
-def _label(payload: dict[str, Any], name: str) -> Any:
-    return payload.get("labels", {}).get(name)
+    def nominal(self, measure: Measure) -> dict[str, Any]:
+        return _labels(_ratings(self.subs, measure), measure.key, self.undefined)
 
 
 def study_agreement(engine: Engine, study: str) -> dict[str, Any]:
@@ -346,17 +340,7 @@ def study_agreement(engine: Engine, study: str) -> dict[str, Any]:
         "submitted": len(subs),
         "reviewers": len({s[0] for s in subs}),
     }
-    if kind == "rank":
-        out.update(_rank(subs, undefined))
-    elif kind == "rate":
-        out.update(_rate(subs, config, undefined))
-    elif kind == "question":
-        out["decision"] = _labels(_per_item(subs, lambda p: p.get("decision")), "decision", undefined)
-    elif kind == "sentence":
-        out["labels"] = {
-            name: _labels(_per_item(subs, partial(_label, name=name)), name, undefined)
-            for name in config["labels"]
-        }
+    out.update(get_kind(kind).agreement(config, _Stats(subs, undefined)))
     out["undefined"] = undefined.reasons
     result: dict[str, Any] = finite_json(out)
     return result

@@ -1,7 +1,7 @@
 """The reviewer's pages: the queue ``/`` and one assignment ``/a/{id}`` (GET shows, POST saves).
 
 A save runs in this order, and each step can stop it with a page that keeps what was typed:
-the form is turned into a payload (:mod:`.forms`), the study's kind validates it (422 with the
+the study's kind turns the form into a payload and validates it (422 with the
 kind's message), then :func:`clinieval.review.store.save` writes it, committed before we answer,
 or refuses it as stale (409: the page shows what is stored now and keeps the reviewer's values in
 the form, with the form's version moved to the stored one, so a second click saves them over it
@@ -20,7 +20,8 @@ from clinieval.errors import UserError
 from clinieval.review import store
 from clinieval.review.db import ACTIONS, User
 from clinieval.review.study_kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
-from clinieval.review.web import data, forms, record
+from clinieval.review.study_kinds.form_fields import FormData, one
+from clinieval.review.web import data, record
 from clinieval.review.web.render import render
 from clinieval.review.web.security import NotFound, current_user, engine_of
 
@@ -60,21 +61,23 @@ def item_page(request: Request, assignment_id: int, user: User = Depends(current
     view = owned(request, assignment_id, user)
     action = request.query_params.get("done")
     flash = FLASH[action].format(v=view.version) if action in FLASH else None
-    return item_response(request, user, view, forms.form_state(view, view.payload), view.version, flash=flash)
+    state = get_kind(view.kind).form_state(view, view.payload)
+    return item_response(request, user, view, state, view.version, flash=flash)
 
 
 @router.post("/a/{assignment_id}", response_class=HTMLResponse)
 async def save_item(request: Request, assignment_id: int, user: User = Depends(current_user)) -> Response:
     view = owned(request, assignment_id, user)
     form = await _form(request)
-    action, version = forms.one(form, "action"), _version(forms.one(form, "version"))
+    action, version = one(form, "action"), _version(one(form, "version"))
     if action not in ACTIONS or version is None:
         return PlainTextResponse("Bad request: the form is incomplete. Reload the page.", status_code=400)
-    raw = forms.payload_from_form(view, form)
-    state = forms.form_state(view, raw)
+    kind = get_kind(view.kind)
+    raw = kind.parse_form(view, form)
+    state = kind.form_state(view, raw)
     names = {a.key: f"Answer {a.letter}" for a in view.answers}
     try:
-        payload = get_kind(view.kind).validate(raw, view, view.config, partial=action == "save", names=names)
+        payload = kind.validate(raw, view, view.config, partial=action == "save", names=names)
         store.save(engine_of(request), view.id, user, payload, version, submit=action == "submit")
     except store.StaleSave:
         return _stale(request, user, view, state)
@@ -86,11 +89,12 @@ async def save_item(request: Request, assignment_id: int, user: User = Depends(c
 def _stale(request: Request, user: User, view: data.AssignmentView, state: dict[str, Any]) -> Response:
     """409: what is stored now, read-only, above the reviewer's own values still in the form."""
     now = data.assignment_view(engine_of(request), view.id, user.id) or view
-    stale = {"version": now.version, "status": now.status, "saved": forms.summary(now, now.payload)}
+    saved = get_kind(now.kind).summary(now, now.payload)
+    stale = {"version": now.version, "status": now.status, "saved": saved}
     return item_response(request, user, now, state, now.version, stale=stale, status=409)
 
 
-async def _form(request: Request) -> forms.FormData:
+async def _form(request: Request) -> FormData:
     """The posted form as name → values; a file upload (never part of our forms) is ignored."""
     posted = await request.form()
     out: dict[str, list[str]] = {}
@@ -119,9 +123,10 @@ def item_response(
     stale: dict[str, Any] | None = None,
     status: int = 200,
 ) -> Response:
-    """The assignment's page (template ``kind_<kind>.html``) with the record's first page, or the
+    """The assignment's page (the kind's template, ``kind_<kind>.html``) with the record's first page, or the
     page named by ``?page=`` when the browser runs without script."""
     engine = engine_of(request)
+    kind = get_kind(view.kind)
     text = data.assignment_context(engine, view.id, user.id) or ""
     starts = record.page_starts(text)
     page = record.clamp_page(request.query_params.get("page"), len(starts))
@@ -142,7 +147,6 @@ def item_response(
         "reasons": REASONS,
         "decisions": DECISIONS,
         "scale_values": list(range(SCALE_RANGE[0], SCALE_RANGE[1] + 1)),
-        "scales": forms.scales(view),
-        "label_sets": forms.labels(view),
+        **kind.page_values(view.config),
     }
-    return render(request, f"kind_{view.kind}.html", context, status=status)
+    return render(request, kind.template, context, status=status)

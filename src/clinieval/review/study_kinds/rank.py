@@ -1,0 +1,179 @@
+"""The ``rank`` kind (MedAlign): rank every answer (1 = best; ties only when the config says
+``ties: true``), mark each correct or incorrect, and for an incorrect one tick its reasons (C1-C3)
+and write why. Its export is the long ``ranks.csv`` and MedAlign's ``reviews.csv``; its agreement
+is Kendall's tau between reviewers' rankings and alpha/kappa on the correct marks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from clinieval.errors import UserError
+from clinieval.review.study_kinds.base import (
+    AgreementStats,
+    AnswerKind,
+    Check,
+    ExtraTable,
+    ItemShape,
+    Measure,
+    Row,
+    Table,
+    cell,
+    checked_text,
+    only,
+    whole_number,
+)
+from clinieval.review.study_kinds.form_fields import FormData, FormView, one, shown_value, text, whole
+
+REASONS: Final = {
+    "C1": "not clinically appropriate given the record",
+    "C2": "errors that would change the clinical interpretation",
+    "C3": "does not address the instruction",
+}
+"""MedAlign's reasons an answer is incorrect."""
+
+
+def medalign_reviews(table: Sequence[Row]) -> Table:
+    """The rank table under the column names MedAlign's analysis reads (``--reviews``)."""
+    rows = [
+        {
+            "instruction_id": r["item"],
+            "model": r["model"],
+            "rank": r["rank"],
+            "correct": r["correct"],
+            "rater": r["reviewer"],
+        }
+        for r in table
+    ]
+    return ["instruction_id", "model", "rank", "correct", "rater"], rows
+
+
+class RankKind(AnswerKind):
+    name = "rank"
+    description = "rank all answers, mark each correct or incorrect with reasons and a rationale (MedAlign)"
+    label = "Rank answers"
+    config_keys = ("ties",)
+    table = "ranks.csv"
+    extra = ExtraTable("reviews.csv", medalign_reviews)
+
+    def _config(self, given: dict[str, Any]) -> dict[str, Any]:
+        ties = given.get("ties", False)
+        if not isinstance(ties, bool):
+            raise UserError(f"the rank config's 'ties' must be true or false, got {ties!r}")
+        return {"ties": ties}
+
+    def check_item(self, item: ItemShape, where: str) -> None:
+        if len(item.answer_keys) < 2:
+            raise UserError(f"{where}: a rank study needs at least 2 answers per item")
+
+    def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
+        return (
+            Measure("rank", "Ranking", ("rank",), per_answer=True, ordered=True),
+            Measure("correct", "Correct or incorrect", ("correct",), per_answer=True, ordered=False),
+        )
+
+    def agreement(self, config: Mapping[str, Any], stats: AgreementStats) -> dict[str, Any]:
+        rank, correct = self.measures(config)
+        return stats.ranking(rank, correct)
+
+    # --- validation ---
+
+    def _answers(self, given: dict[str, dict[str, Any]], check: Check) -> dict[str, dict[str, Any]]:
+        n = len(check.item.answer_keys)
+        out = {k: self._answer(v, n, check.labelled(k), partial=check.partial) for k, v in given.items()}
+        self._check_ranks(out, bool(check.config.get("ties", False)), check)
+        return out
+
+    def _answer(self, obj: dict[str, Any], n: int, what: str, *, partial: bool) -> dict[str, Any]:
+        only(obj, ("rank", "correct", "reasons", "rationale"), what)
+        correct = obj.get("correct")
+        if correct is not None and not isinstance(correct, bool):
+            raise UserError(f"{what}: correct must be true or false")
+        if correct is None and not partial:
+            raise UserError(f"{what}: mark it correct or incorrect")
+        reasons = self._reasons(obj.get("reasons"), what)
+        rationale = checked_text(obj.get("rationale"), f"{what}: the rationale")
+        if not partial and correct and reasons:
+            raise UserError(f"{what} is marked correct but has reasons {', '.join(reasons)}; untick them")
+        if not partial and correct is False and not reasons:
+            raise UserError(f"{what} is marked incorrect: tick at least one reason (C1, C2, C3)")
+        if not partial and correct is False and not rationale.strip():
+            raise UserError(f"{what} is marked incorrect: write a rationale")
+        rank = whole_number(obj.get("rank"), 1, n, f"{what}: the rank", partial=partial)
+        return {"rank": rank, "correct": correct, "reasons": reasons, "rationale": rationale}
+
+    @staticmethod
+    def _reasons(value: object, what: str) -> list[str]:
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
+            raise UserError(f"{what}: reasons should be a list of C1, C2, C3")
+        unknown = [r for r in value if r not in REASONS]
+        if unknown:
+            raise UserError(f"{what}: reason {unknown[0]!r} is unknown; choose from {', '.join(REASONS)}")
+        return [r for r in REASONS if r in value]
+
+    @staticmethod
+    def _check_ranks(out: Mapping[str, dict[str, Any]], ties: bool, check: Check) -> None:
+        ranks = {k: v["rank"] for k, v in out.items() if v["rank"] is not None}
+        if not ties:
+            seen: dict[int, str] = {}
+            for key, rank in ranks.items():
+                if rank in seen:
+                    raise UserError(
+                        f"{check.labelled(seen[rank])} and {check.labelled(key)} share rank {rank};"
+                        " this study does not allow ties"
+                    )
+                seen[rank] = key
+        if not check.partial and ranks and min(ranks.values()) != 1:
+            raise UserError("no answer has rank 1: give the best answer rank 1")
+
+    # --- export ---
+
+    def export_table(self, rows: Sequence[Row], config: Mapping[str, Any]) -> Table:
+        columns = ["item", "reviewer", "model", "rank", "correct", "reasons", "rationale"]
+        out = [
+            {
+                "item": r["item"],
+                "reviewer": r["reviewer"],
+                "model": model,
+                "rank": a["rank"],
+                "correct": cell(a["correct"]),
+                "reasons": ";".join(a["reasons"]),
+                "rationale": a["rationale"],
+            }
+            for r in rows
+            for model, a in r["payload"]["answers"].items()
+        ]
+        return columns, out
+
+    # --- the form ---
+
+    def parse_form(self, view: FormView, form: FormData) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        for a in view.answers:
+            verdict = one(form, f"correct-{a.letter}")
+            answers[a.key] = {
+                "rank": whole(one(form, f"rank-{a.letter}")),
+                "correct": {"correct": True, "incorrect": False}.get(verdict or "", verdict or None),
+                "reasons": [text(r) for r in form.get(f"reasons-{a.letter}", [])],
+                "rationale": one(form, f"rationale-{a.letter}") or "",
+            }
+        return {"answers": answers}
+
+    def _answer_state(self, raw: object) -> dict[str, Any]:
+        obj = raw if isinstance(raw, Mapping) else {}
+        reasons = obj.get("reasons")
+        return {
+            "rank": shown_value(obj.get("rank")),
+            "correct": obj.get("correct") if isinstance(obj.get("correct"), bool) else None,
+            "reasons": [r for r in reasons if isinstance(r, str)] if isinstance(reasons, list) else [],
+            "rationale": shown_value(obj.get("rationale")),
+        }
+
+    def _answer_summary(self, state: Mapping[str, Any]) -> str:
+        verdict = {True: "correct", False: "incorrect", None: "not marked"}[state["correct"]]
+        parts = [f"rank {state['rank'] or '—'}", verdict, *state["reasons"]]
+        if state["rationale"]:
+            parts.append(f"rationale: {state['rationale']}")
+        return " · ".join(parts)
