@@ -4,8 +4,11 @@ group is declared.
 The CLI package (``clinieval.cli``) sits above the benchmarks and mounts their command groups, so
 what both need lives here, below the benchmarks: one spelling of ``--n-ctx``, ``--timeout``,
 ``--retries``, ``--concurrency``, ``--allow-host`` and ``--progress`` for ``clinieval run``, each
-benchmark's ``run``/``judge`` and the dataset builders, and one way to declare a group. Each
-command keeps its own default (an HTTP judge waits longer than a 16-token answer does).
+benchmark's ``run``/``judge`` and the dataset builders (``--model``, ``--judge``, the arms' run
+folders, ...), one way to declare a group, and one way to print a run's summary and a judging
+pass. Each command keeps its own default (an HTTP judge waits longer than a 16-token answer does).
+The aliases are the atoms; :mod:`clinieval.cli_commands` groups them into the blocks commands
+share (endpoints, arms, judging, executor) and registers commands that use them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from clinieval.errors import EXIT_FAILED_ITEMS
 
 if TYPE_CHECKING:
     from clinieval.judge.run import JudgeResult
+    from clinieval.session import RunResult
     from clinieval.summary import ScorerSummary
 
 NCtx = Annotated[int, typer.Option(help="context window of an embedded model")]
@@ -67,6 +71,17 @@ AllowJudgeFailures = Annotated[
     ),
 ]
 OverwriteArms = Annotated[bool, typer.Option(help="discard different runs at the arms' folders")]
+ArmModels = Annotated[
+    list[str], typer.Option("--model", "-m", help="model spec (repeatable: one arm per model)")
+]
+DemoModels = Annotated[
+    list[str] | None, typer.Option("--model", "-m", help="models under test (default: both embedded)")
+]
+JudgeSpec = Annotated[str, typer.Option("--judge", help="the judge's model spec (not the model under test)")]
+ArmRuns = Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")]
+JudgeLimit = Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")]
+ConfidenceLevel = Annotated[float, typer.Option(help="confidence level")]
+BootstrapSeed = Annotated[int, typer.Option(help="bootstrap seed")]
 
 
 def command_group(help: str) -> typer.Typer:
@@ -101,6 +116,12 @@ def echo_summary(title: str, summaries: Sequence[ScorerSummary], stats_line: str
     console = Console()
     console.print(render_table(summaries, title=title))
     console.print(stats_line)
+
+
+def echo_run(label: str, result: RunResult, extra: Sequence[ScorerSummary] = ()) -> None:
+    """One finished run (an arm): its summary table titled ``LABEL: RUN_FOLDER``, with ``extra``
+    rows (text metrics scored after the run) below the run's own."""
+    echo_summary(f"{label}: {result.run_path}", [*result.summaries, *extra], result.stats_line)
 
 
 def echo_judged(path: Path, result: JudgeResult, *, shrink: str | None = None) -> None:
