@@ -1,8 +1,10 @@
 """How well a judge agrees with physicians, and how well physicians agree with each other.
 
 * **Order agreement** (the paper's headline): Accuracy_2-tuple and Accuracy_triple with the spec's
-  tie rules, from :func:`clinieval.analysis.rank_agreement.order_agreement`; an item the judge could
-  not be read on counts all its pairs wrong, an item without physician ratings is skipped.
+  tie rules; an item the judge could not be read on counts all its pairs wrong, an item without
+  physician ratings is skipped. Computed, with the pooled response-level correlations, by the
+  shared :class:`clinieval.analysis.judge_vs_human.ScoredResponses` (``clinieval analyze
+  --human-score`` uses the same), so the two never disagree on what the figures mean.
 * **Response-level correlation**: Spearman and Pearson between the judge's scores and the
   physicians' mean scores over every response both scored. The responses of one item are not
   independent (same question, same reference, same judge reply), so the CI and p-value that go
@@ -39,15 +41,18 @@ JSON = dict[str, Any]
 
 
 def _reference(item: JudgeItem) -> list[float] | None:
-    scores = item.human_scores()
-    return None if any(s is None for s in scores) else [float(s) for s in scores if s is not None]
+    """The physicians' mean score of each response; None unless every response was rated."""
+    from clinieval.analysis.judge_vs_human import complete
+
+    return complete(item.human_scores())
 
 
 def judge_agreement(items: Sequence[JudgeItem], judged: Mapping[str, Sequence[float] | None]) -> JSON:
     """A judge's scores (item id -> one score per response in the item's order, or None when its
-    reply was unparsed) against the physicians' mean scores."""
-    from clinieval.analysis import agreement
-    from clinieval.analysis.rank_agreement import order_agreement
+    reply was unparsed) against the physicians' mean scores: the ordering accuracies and the
+    pooled response-level correlations of :class:`clinieval.analysis.judge_vs_human.ScoredResponses`,
+    the one implementation ``clinieval analyze --human-score`` uses too."""
+    from clinieval.analysis.judge_vs_human import CORRELATIONS, ScoredResponses
 
     reference, judge = [], []
     for item in items:
@@ -58,7 +63,8 @@ def judge_agreement(items: Sequence[JudgeItem], judged: Mapping[str, Sequence[fl
             )
         reference.append(_reference(item))
         judge.append(None if scores is None else [float(s) for s in scores])
-    oa = order_agreement(reference, judge)
+    scored = ScoredResponses(reference, judge)
+    oa = scored.order()
     out: JSON = {
         "accuracy_2tuple": oa.accuracy_2tuple,
         "accuracy_triple": oa.accuracy_triple,
@@ -67,16 +73,10 @@ def judge_agreement(items: Sequence[JudgeItem], judged: Mapping[str, Sequence[fl
         "skipped_no_reference": oa.skipped_no_reference,
         "undefined": [],
     }
-    pairs = [
-        (h, j)
-        for ref, jud in zip(reference, judge, strict=True)
-        if ref is not None and jud is not None
-        for h, j in zip(ref, jud, strict=True)
-    ]
-    out["responses"] = len(pairs)
-    for name, fn in (("spearman", agreement.spearman), ("pearson", agreement.pearson)):
+    out["responses"] = len(scored.pairs()[0])
+    for name in CORRELATIONS:
         try:
-            r = fn([p[1] for p in pairs], [p[0] for p in pairs])
+            r = scored.correlation(name)
             out[name] = {"r": r.statistic, "pvalue": r.pvalue, "n": r.n}
         except (UndefinedStatisticError, UserError) as e:
             out[name] = None

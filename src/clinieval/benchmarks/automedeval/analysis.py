@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clinieval.benchmarks.automedeval.judge_set import JudgeItem
 from clinieval.benchmarks.automedeval.judging import (
@@ -39,6 +39,9 @@ from clinieval.benchmarks.automedeval.judging import (
 )
 from clinieval.datasets import read_json
 from clinieval.errors import UserError
+
+if TYPE_CHECKING:
+    from clinieval.analysis.rankings import PairOutcome
 
 JSON = dict[str, Any]
 
@@ -107,17 +110,18 @@ class PerItem:
 
 
 def _per_item_order(items: Sequence[JudgeItem], sets: ScoreSets) -> PerItem:
+    from clinieval.analysis.judge_vs_human import complete
     from clinieval.analysis.rank_agreement import order_agreement
 
     out: dict[str, tuple[float, float]] = {}
     units: dict[tuple[str, int], float] = {}
     for item in items:
-        ref = item.human_scores()
-        if any(s is None for s in ref):
+        ref = complete(item.human_scores())
+        if ref is None:
             continue
         shares, triples = [], []
         for r, scores in enumerate(sets):
-            oa = order_agreement([[float(s) for s in ref if s is not None]], [scores.get(item.id)])
+            oa = order_agreement([ref], [scores.get(item.id)])
             shares.append(oa.accuracy_2tuple)
             triples.append(oa.accuracy_triple)
             units[(item.id, r)] = oa.accuracy_triple
@@ -168,18 +172,17 @@ def _by_model(item: JudgeItem, values: Sequence[float] | None) -> list[tuple[str
 
 
 def _human_scores(items: Sequence[JudgeItem]) -> dict[str, list[float] | None]:
-    out: dict[str, list[float] | None] = {}
-    for item in items:
-        ref = item.human_scores()
-        out[item.id] = None if any(s is None for s in ref) else [float(s) for s in ref if s is not None]
-    return out
+    """Item id -> the physicians' mean scores, None unless every response was rated."""
+    from clinieval.analysis.judge_vs_human import complete
+
+    return {item.id: complete(item.human_scores()) for item in items}
 
 
-def _outcome(o: Any) -> JSON:
-    n = o.wins + o.ties + o.losses
+def _outcome(o: PairOutcome) -> JSON:
+    """One pair's counts and rates (rates over all battles, ties included; None without one)."""
     return {
-        "wins": o.wins, "ties": o.ties, "losses": o.losses,
-        "win_rate": o.wins / n if n else None, "tie_rate": o.ties / n if n else None,
+        "model": o.model, "opponent": o.opponent, "wins": o.wins, "ties": o.ties, "losses": o.losses,
+        "win_rate": o.win_share(), "tie_rate": o.tie_share(),
     }  # fmt: skip
 
 
@@ -187,17 +190,14 @@ def win_tie(items: Sequence[JudgeItem], scores: dict[str, list[float] | None]) -
     """Win/tie/loss of the first model against the second for every pair, over the items scored."""
     from clinieval.analysis.rankings import pair_outcomes
 
-    return [
-        {"model": o.model, "opponent": o.opponent, **_outcome(o)}
-        for o in pair_outcomes(_score_table(items, scores))
-    ]
+    return [_outcome(o) for o in pair_outcomes(_score_table(items, scores))]
 
 
 def paired_win_tie(items: Sequence[JudgeItem], sets: ScoreSets) -> JSON:
     """Win/tie/loss per model pair by the judge and by the physicians on the same units: every
     (item, score set) whose responses the physicians all rated and the judge scored (under
     ``per-run``, an item counts once per run its verdict parsed, for both columns)."""
-    from clinieval.analysis.rankings import ScoreTable, pair_outcomes
+    from clinieval.analysis.rankings import ScoreTable, compare_pair_outcomes
 
     humans = _human_scores(items)
     rows_h: list[tuple[str, str, float | None]] = []
@@ -216,11 +216,9 @@ def paired_win_tie(items: Sequence[JudgeItem], sets: ScoreSets) -> JSON:
             units += 1
     out: JSON = {"items": len(scored), "units": units, "physicians": [], "judge": []}
     if units:
-        for key, rows in (("physicians", rows_h), ("judge", rows_j)):
-            out[key] = [
-                {"model": o.model, "opponent": o.opponent, **_outcome(o)}
-                for o in pair_outcomes(ScoreTable.from_rows(rows))
-            ]
+        side_by_side = compare_pair_outcomes(ScoreTable.from_rows(rows_h), ScoreTable.from_rows(rows_j))
+        out["physicians"] = [_outcome(p.human) for p in side_by_side]
+        out["judge"] = [_outcome(p.judge) for p in side_by_side]
     return out
 
 
