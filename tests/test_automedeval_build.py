@@ -15,7 +15,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from clinieval.benchmarks.automedeval.build.cli import build_app
 from clinieval.benchmarks.automedeval.build.curriculum import order, sft_messages, with_revisions
 from clinieval.benchmarks.automedeval.build.filtering import (
     default_patterns_text,
@@ -32,6 +31,7 @@ from clinieval.benchmarks.automedeval.build.instances import (
     read_instances,
     write_instances,
 )
+from clinieval.benchmarks.automedeval.cli.build import build_app
 from clinieval.errors import UserError
 
 FULL: dict[str, Any] = {

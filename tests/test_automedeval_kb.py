@@ -194,7 +194,7 @@ def test_a_bm25_only_base_never_loads_torch(tmp_path: Path) -> None:
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from clinieval.benchmarks.automedeval import kb_cli\n"
+        "from clinieval.benchmarks.automedeval.cli import kb\n"
         "from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase, build_kb\n"
         f"build_kb([Path({str(tmp_path / 'docs')!r})], Path({str(tmp_path / 'kb')!r}))\n"
         f"hit = KnowledgeBase(Path({str(tmp_path / 'kb')!r}), mode='bm25').lookup('inhaled salbutamol')\n"

@@ -35,21 +35,13 @@ from clinieval.benchmarks.automedeval.build.quality import (
     split,
     wilson_interval,
 )
-from clinieval.benchmarks.automedeval.build.quality_cli import introspect, quality_apply, quality_train
-from clinieval.benchmarks.automedeval.train_cli import train
+from clinieval.benchmarks.automedeval.cli import app as automedeval_app
 from clinieval.errors import UserError
 
 
 def cli() -> typer.Typer:
-    """The commands registered as docs/automedeval-train.md tells (the real CLI is wired elsewhere)."""
-    app, build, quality = typer.Typer(), typer.Typer(), typer.Typer()
-    quality.command("train")(quality_train)
-    quality.command("apply")(quality_apply)
-    build.add_typer(quality, name="quality")
-    build.command("introspect")(introspect)
-    app.add_typer(build, name="build")
-    app.command("train")(train)
-    return app
+    """The commands as `clinieval automedeval` mounts them (docs/automedeval-train.md)."""
+    return automedeval_app
 
 
 def invoke(*args: object) -> str:
