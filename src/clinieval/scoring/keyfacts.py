@@ -32,7 +32,7 @@ from decimal import Decimal
 
 from clinieval.errors import UserError
 from clinieval.sample_record import SampleRecord
-from clinieval.scoring.scorers import Needs, failed_score, generated_output
+from clinieval.scoring.scorers import AnswerScorer, Needs
 from clinieval.types import Sample, Score
 
 __all__ = [
@@ -235,8 +235,18 @@ def answer_keys(sample: Sample, scorer: str = "key_facts") -> list[str]:
     return parse_keys(raw, where)
 
 
+class _KeysScorer(AnswerScorer):
+    """A scorer of the answer against the sample's answer keys: a set without keys is refused
+    even when the model call failed, so the mistake shows on the first sample."""
+
+    __slots__ = ()
+
+    def check(self, record: SampleRecord) -> None:
+        answer_keys(record.sample, self.name)
+
+
 @dataclass(frozen=True, slots=True)
-class KeyFacts:
+class KeyFacts(_KeysScorer):
     """Share of the sample's answer keys found in the answer; with ``require_all``, 1 only if all are."""
 
     name: str = "key_facts"
@@ -244,12 +254,9 @@ class KeyFacts:
     needs_choices: bool = False
     require_all: bool = False
 
-    def score(self, record: SampleRecord) -> Score:
-        keys = answer_keys(record.sample, self.name)  # a set without keys fails even on failed calls
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        found, missing = find_keys(keys, out.text)
+    def score_text(self, record: SampleRecord, text: str) -> Score:
+        keys = answer_keys(record.sample, self.name)
+        found, missing = find_keys(keys, text)
         share = len(found) / len(keys)
         value = float(not missing) if self.require_all else share
         explanation = f"{len(found)} of {len(keys)} key facts found" + (
@@ -271,7 +278,7 @@ class KeyFactsAll(KeyFacts):
 
 
 @dataclass(frozen=True, slots=True)
-class KeyFactsF1:
+class KeyFactsF1(_KeysScorer):
     """The F-score of key-fact recall and precision (``key_facts_f1``): an answer that copies the
     record states every key but is mostly other dates and numbers, and scores low; the right short
     answer scores 1. Recall and precision are kept in the metadata."""
@@ -280,12 +287,9 @@ class KeyFactsF1:
     needs: Needs = "generate"
     needs_choices: bool = False
 
-    def score(self, record: SampleRecord) -> Score:
+    def score_text(self, record: SampleRecord, text: str) -> Score:
         keys = answer_keys(record.sample, self.name)
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        m = match_keys(keys, out.text)
+        m = match_keys(keys, text)
         return Score(
             value=m.f1,
             explanation=(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from clinieval.errors import UserError
 from clinieval.sample_record import SampleRecord
@@ -59,6 +59,66 @@ def generated_output(record: SampleRecord, scorer: str) -> ModelOutput:
     return record.output
 
 
+class AnswerScorer:
+    """The first step every scorer of a generated answer shares.
+
+    :meth:`score` reads the record's generated answer (a UserError for runs made without
+    generation); a failed call stays unscored with its error kind, never a 0, and a successful
+    one goes to :meth:`score_text`. A scorer that must refuse a sample even when its call failed
+    (a set without answer keys) does so in :meth:`check`, which runs first.
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """The scorer's name (a subclass's field or property)."""
+        raise NotImplementedError
+
+    def score(self, record: SampleRecord) -> Score:
+        self.check(record)
+        out = generated_output(record, self.name)
+        if not out.ok:
+            return failed_score(out.error_kind, out.error_message)
+        return self.score_text(record, out.text)
+
+    def check(self, record: SampleRecord) -> None:
+        """Raise a UserError for a sample this scorer can never score (nothing to check by default)."""
+
+    def score_text(self, record: SampleRecord, text: str) -> Score:
+        """The score of a successful call's answer ``text``."""
+        raise NotImplementedError
+
+
+class LoglikScorer:
+    """The first step every scorer of log-likelihoods shares.
+
+    :meth:`score` reads the record's log-likelihoods (a UserError ending in ``LOGLIK_FIX``, how
+    to make a run that has them, when it holds none); a failed call stays unscored with its error
+    kind, and a successful one goes to :meth:`score_logliks`.
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """The scorer's name (a subclass's field or property)."""
+        raise NotImplementedError
+    LOGLIK_FIX: ClassVar[str]
+
+    def score(self, record: SampleRecord) -> Score:
+        ll = record.loglik
+        if ll is None:
+            raise UserError(f"scorer {self.name}: the run holds no log-likelihoods; {self.LOGLIK_FIX}")
+        if not ll.ok:
+            return failed_score(ll.error_kind, ll.error_message)
+        return self.score_logliks(record, ll.logliks)
+
+    def score_logliks(self, record: SampleRecord, logliks: list[float]) -> Score:
+        """The score of a successful call's log-likelihoods."""
+        raise NotImplementedError
+
+
 _ANSWER_CUE = re.compile(r"answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
 
 
@@ -91,7 +151,7 @@ def extract_choice(text: str, choices: tuple[str, ...], *, lettered: bool = Fals
 
 
 @dataclass(frozen=True, slots=True)
-class ChoiceExtraction:
+class ChoiceExtraction(AnswerScorer):
     """Accuracy of the choice read out of generated text (unreadable answers count as wrong).
 
     A letter is accepted only when the record's messages (the prompt as sent) listed the choices
@@ -102,15 +162,12 @@ class ChoiceExtraction:
     needs: Needs = "generate"
     needs_choices: bool = True
 
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
+    def score_text(self, record: SampleRecord, text: str) -> Score:
         sample = record.sample
         if not sample.all_targets:
             return no_reference()
         lettered = shows_lettered((m.content for m in record.messages), sample.choices)
-        answer = extract_choice(out.text, sample.choices, lettered=lettered)
+        answer = extract_choice(text, sample.choices, lettered=lettered)
         accepted = {t.lower() for t in _targets_as_choices(sample.all_targets, sample.choices, lettered)}
         correct = answer is not None and answer.lower() in accepted
         return Score(
@@ -135,26 +192,20 @@ def _targets_as_choices(targets: tuple[str, ...], choices: tuple[str, ...], lett
 
 
 @dataclass(frozen=True, slots=True)
-class ChoiceLoglik:
+class ChoiceLoglik(LoglikScorer):
     """Accuracy of the highest log-likelihood choice; ``normalize`` divides by characters (acc_norm)."""
 
     name: str = "choice_loglik"
     needs: Needs = "loglikelihood"
     needs_choices: bool = True
     normalize: bool = False
+    LOGLIK_FIX: ClassVar[str] = "run it with a log-likelihood scorer"
 
-    def score(self, record: SampleRecord) -> Score:
-        ll = record.loglik
-        if ll is None:
-            raise UserError(
-                f"scorer {self.name}: the run holds no log-likelihoods; run it with a log-likelihood scorer"
-            )
-        if not ll.ok:
-            return failed_score(ll.error_kind, ll.error_message)
+    def score_logliks(self, record: SampleRecord, logliks: list[float]) -> Score:
         if not record.sample.all_targets:
             return no_reference()
         choices = record.sample.choices
-        values = list(ll.logliks)
+        values = list(logliks)
         if self.normalize:
             values = [v / max(1, len(c)) for v, c in zip(values, choices, strict=True)]
         best = max(range(len(values)), key=lambda i: values[i])
@@ -164,7 +215,7 @@ class ChoiceLoglik:
         return Score(
             value=1.0 if correct else 0.0,
             answer=answer,
-            metadata={"logliks": dict(zip(choices, ll.logliks, strict=True)), "p_answer": probs[best]},
+            metadata={"logliks": dict(zip(choices, logliks, strict=True)), "p_answer": probs[best]},
         )
 
 
@@ -180,26 +231,23 @@ def _normalize_text(s: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ExactMatch:
+class ExactMatch(AnswerScorer):
     """1 when the normalised answer equals a normalised target."""
 
     name: str = "exact_match"
     needs: Needs = "generate"
     needs_choices: bool = False
 
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
+    def score_text(self, record: SampleRecord, text: str) -> Score:
         if not record.sample.all_targets:
             return no_reference()
-        got = _normalize_text(out.text)
+        got = _normalize_text(text)
         hit = any(got == _normalize_text(t) for t in record.sample.all_targets)
-        return Score(value=1.0 if hit else 0.0, answer=out.text.strip())
+        return Score(value=1.0 if hit else 0.0, answer=text.strip())
 
 
 @dataclass(frozen=True, slots=True)
-class Answered:
+class Answered(AnswerScorer):
     """1 when the model gave a non-empty answer: the only reference-free check of a free-text task
     (its quality is scored afterwards by text metrics and judges over the saved run)."""
 
@@ -207,8 +255,5 @@ class Answered:
     needs: Needs = "generate"
     needs_choices: bool = False
 
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        return Score(value=1.0 if out.text.strip() else 0.0, metadata={"chars": len(out.text)})
+    def score_text(self, record: SampleRecord, text: str) -> Score:
+        return Score(value=1.0 if text.strip() else 0.0, metadata={"chars": len(text)})

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict, parse_score, parse_yes_no
 from clinieval.judge.verdict import score_marker, section
 from clinieval.sample_record import SampleRecord
 from clinieval.scoring.choices import read_letter
-from clinieval.scoring.scorers import Needs, failed_score, generated_output
+from clinieval.scoring.scorers import AnswerScorer, LoglikScorer, Needs
 from clinieval.task import LETTERS, option_lines
 from clinieval.types import Message, Sample, Score
 
@@ -42,32 +42,26 @@ def option_continuations(sample: Sample) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class OptionLoglik:
+class OptionLoglik(LoglikScorer):
     """Accuracy of the most likely option letter (``mode="letter"``) or option text (``"text"``)."""
 
     mode: Literal["letter", "text"] = "letter"
     needs: Needs = "loglikelihood"
     needs_choices: bool = True
+    LOGLIK_FIX: ClassVar[str] = "run it without --no-loglik"
 
     @property
     def name(self) -> str:
         return f"loglik_{self.mode}"
 
-    def score(self, record: SampleRecord) -> Score:
-        ll = record.loglik
-        if ll is None:
-            raise UserError(
-                f"scorer {self.name}: the run holds no log-likelihoods; run it without --no-loglik"
-            )
-        if not ll.ok:
-            return failed_score(ll.error_kind, ll.error_message)
+    def score_logliks(self, record: SampleRecord, logliks: list[float]) -> Score:
         n = len(record.sample.choices)
-        if len(ll.logliks) != 2 * n:
+        if len(logliks) != 2 * n:
             raise UserError(
-                f"scorer {self.name}: sample {record.sample.id} has {len(ll.logliks)} log-likelihoods, "
+                f"scorer {self.name}: sample {record.sample.id} has {len(logliks)} log-likelihoods, "
                 f"expected {2 * n} (letters then texts); was the run made by `clinieval ehrnoteqa run`?"
             )
-        values = ll.logliks[:n] if self.mode == "letter" else ll.logliks[n:]
+        values = logliks[:n] if self.mode == "letter" else logliks[n:]
         best = max(range(n), key=lambda i: values[i])
         letter = LETTERS[best]
         gold = str(record.sample.metadata.get("answer"))
@@ -111,7 +105,7 @@ def extract_letter(answer: str, choices: tuple[str, ...]) -> tuple[str | None, s
 
 
 @dataclass(frozen=True, slots=True)
-class LetterExtraction:
+class LetterExtraction(AnswerScorer):
     """Accuracy of the option read out of the generated answer.
 
     An answer that names no option is wrong (the model did not choose) and flagged ``unparsed``
@@ -122,11 +116,8 @@ class LetterExtraction:
     needs: Needs = "generate"
     needs_choices: bool = True
 
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        letter, how = extract_letter(out.text, record.sample.choices)
+    def score_text(self, record: SampleRecord, text: str) -> Score:
+        letter, how = extract_letter(text, record.sample.choices)
         gold = str(record.sample.metadata.get("answer"))
         return Score(
             value=1.0 if letter == gold else 0.0,
