@@ -18,16 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clinieval.benchmarks.medeval.data import (
-    MedEvalData,
-    assign_splits,
-    attach_codes,
-    detect_source,
-    load_folder,
-    load_reports,
-    load_sentences,
-    report_sentences,
-)
+from clinieval.benchmarks.medeval.data import MedEvalData, detect_source, load_folder, report_sentences
 from clinieval.benchmarks.medeval.items import (
     CHEST,
     CHEXPERT_OBSERVATIONS,
@@ -38,9 +29,11 @@ from clinieval.benchmarks.medeval.items import (
 from clinieval.benchmarks.medeval.mimic_cxr import load_mimic_cxr
 from clinieval.benchmarks.medeval.openi import load_openi, read_openi_xml
 from clinieval.benchmarks.medeval.sections import parse_sections, split_sentences
+from clinieval.benchmarks.medeval.splits import assign_splits
 from clinieval.benchmarks.medeval.synth.corpus import build_corpus
 from clinieval.benchmarks.medeval.synth.domains import DOMAINS
 from clinieval.benchmarks.medeval.synth.writer import write_corpus
+from clinieval.benchmarks.medeval.tables import attach_codes, load_reports, load_sentences
 from clinieval.errors import UserError
 
 # ------------------------------------------------------------------------ report texts

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.medeval.baselines.train import train_baseline
-from clinieval.benchmarks.medeval.data import assign_splits, load_folder
+from clinieval.benchmarks.medeval.data import load_folder
 from clinieval.benchmarks.medeval.items import CHEST, SPLITS, ReportItem, SentenceItem
+from clinieval.benchmarks.medeval.splits import assign_splits
 from clinieval.benchmarks.medeval.synth.corpus import build_corpus
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 

@@ -30,11 +30,11 @@ class MedEval(BenchmarkBase):
         """One task zero-shot over ``--data`` (a MedEval-shaped folder); ``--split`` picks the split."""
         from clinieval.benchmarks.medeval.data import load_folder
         from clinieval.benchmarks.medeval.items import SPLITS
-        from clinieval.benchmarks.medeval.prompts import TASKS
         from clinieval.benchmarks.medeval.task import MedEvalSettings, medeval_task
+        from clinieval.benchmarks.medeval.task_table import task_entry
 
         name = request.name.removeprefix(f"{self.name}-") if request.name != self.name else "abnormality"
-        task = one_of(name, TASKS, "MedEval task")
+        task = task_entry(name).name
         if request.data is None:
             raise UserError(
                 "medeval needs --data: a MedEval-shaped folder "
@@ -58,15 +58,13 @@ class MedEval(BenchmarkBase):
         return (REVIEW_SOURCE,)
 
     def scorers(self) -> Sequence[Scorer]:
-        from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, TextOverlap
+        """Each task's scorer, under the paper's qualified rule (in the order ``--scorer``'s list of
+        known names has always shown them: the NLU tasks first)."""
+        from clinieval.benchmarks.medeval.items import TaskName
+        from clinieval.benchmarks.medeval.task_table import TASK_TABLE
 
-        return (
-            LabelAccuracy("abnormality"),
-            LabelAccuracy("ambiguity"),
-            CodeAccuracy(),
-            TextOverlap("summarization", "rougeL"),
-            TextOverlap("rewriting", "bleu"),
-        )
+        listed: tuple[TaskName, ...] = ("abnormality", "ambiguity", "codes", "summarization", "rewriting")
+        return tuple(TASK_TABLE[t].scorer() for t in listed)
 
 
 BENCHMARK = MedEval()

@@ -1,15 +1,13 @@
 """MedEval's numbers from arm run directories: per task x model x shot setting, with CIs.
 
-Every arm is one ``clinieval medeval run`` folder (a model on one task with one shot setting). For
-each, the paper's metrics are computed twice, as the paper's "qualified rate" demands: over the
-qualified answers only, and with unqualified answers (and failed calls) counted wrong; the qualified
-rate sits beside both. Intervals are seeded percentile bootstraps over items.
-
-* abnormality, ambiguity: accuracy and macro-F1;
-* code prediction: average accuracy over the 14 observations and exact match rate;
-* summarisation: ROUGE-1, ROUGE-2, ROUGE-L (F, x100), their sum, corpus BLEU-4;
-* rewriting: corpus BLEU-4 against the clinician rewrite (the classifier deltas are computed when
-  classifiers are given, see :mod:`clinieval.benchmarks.medeval.rewriting`).
+Every arm is one ``clinieval medeval run`` folder (a model on one task with one shot setting). Each
+is measured by its task's kind of answer (:mod:`.answers`, :mod:`.arm_metrics`: accuracy and
+macro-F1, average accuracy and exact match, ROUGE and BLEU), twice, as the paper's "qualified rate"
+demands: over the qualified answers only, and with unqualified answers (and failed calls) counted
+wrong; the qualified rate sits beside both. Rewriting's classifier deltas are computed when
+classifiers are given (:mod:`clinieval.benchmarks.medeval.rewriting`). This module gathers the
+arms: each one's result, its per-domain headline, the k-shot curves, the per-level averages and the
+comparisons (:mod:`.comparisons`).
 
 Statistics the data cannot define (no qualified answer, one item) are None with the reason in
 ``undefined``, never NaN.
@@ -18,153 +16,21 @@ Statistics the data cannot define (no qualified answer, one item) are None with 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from clinieval.benchmarks.medeval.arm_metrics import counts
+from clinieval.benchmarks.medeval.arm_metrics import macro_f1 as macro_f1
 from clinieval.benchmarks.medeval.arms import Arm as Arm
 from clinieval.benchmarks.medeval.arms import Settings as Settings
 from clinieval.benchmarks.medeval.arms import read_arm as read_arm
-from clinieval.benchmarks.medeval.parsing import LABELS
-from clinieval.benchmarks.medeval.prompts import TaskName
-from clinieval.errors import UserError
+from clinieval.benchmarks.medeval.items import TaskName
+from clinieval.benchmarks.medeval.task_table import TASK_TABLE
 from clinieval.sample_record import SampleRecord
 
 JSON = dict[str, Any]
-
-
-# --- small statistics ------------------------------------------------------------------------
-
-
-def _mean_ci(values: Sequence[float], s: Settings, scale: float = 1.0) -> JSON:
-    from clinieval.analysis.uncertainty import bootstrap_ci
-
-    if not values:
-        return {"value": None, "ci": None, "n": 0}
-    mean = sum(values) / len(values)
-    ci = None
-    if s.intervals and len(values) > 1:
-        low, high = bootstrap_ci(values, level=s.level, resamples=s.resamples, seed=s.seed)
-        ci = [scale * low, scale * high]
-    return {"value": scale * mean, "ci": ci, "n": len(values)}
-
-
-def macro_f1(gold: Sequence[str], predicted: Sequence[str | None], classes: Sequence[str]) -> float:
-    """Macro-F1 over ``classes`` with an unqualified answer (None) wrong for its item: the shared
-    implementation in :mod:`clinieval.scoring.classification`, never a second one."""
-    from clinieval.scoring.classification import precision_recall_f1
-
-    f1 = precision_recall_f1(gold, predicted, average="macro", labels=classes).f1
-    return 0.0 if f1 is None else f1
-
-
-# --- one arm ---------------------------------------------------------------------------------
-
-
-def _score_of(arm: Arm, record: SampleRecord) -> tuple[float | None, JSON]:
-    score = record.scores.get(f"medeval_{arm.task}")
-    if score is None:
-        raise UserError(f"{arm.path}: sample {record.sample.id} has no medeval_{arm.task} score")
-    return score.value, dict(score.metadata or {})
-
-
-def _counts(arm: Arm) -> JSON:
-    failed = sum(1 for r in arm.records if r.output is None or not r.output.ok)
-    qualified = sum(1 for r in arm.records if _score_of(arm, r)[1].get("qualified"))
-    n = len(arm.records)
-    return {"items": n, "failed": failed, "qualified": qualified, "qualified_rate": qualified / n}
-
-
-def _label_metrics(arm: Arm, s: Settings) -> JSON:
-    classes = LABELS[arm.task]
-    gold = [str(r.sample.target) for r in arm.records]
-    meta = [_score_of(arm, r)[1] for r in arm.records]
-    predicted = [m.get("label") if m.get("qualified") else None for m in meta]
-    right = [float(p == g) for p, g in zip(predicted, gold, strict=True)]
-    keep = [i for i, p in enumerate(predicted) if p is not None]
-    out: JSON = {
-        "accuracy": {
-            "counted_wrong": _mean_ci(right, s, 100),
-            "qualified": _mean_ci([right[i] for i in keep], s, 100),
-        },
-        "macro_f1": {
-            "counted_wrong": 100 * macro_f1(gold, predicted, classes),
-            "qualified": 100 * macro_f1([gold[i] for i in keep], [predicted[i] for i in keep], classes)
-            if keep
-            else None,
-        },
-    }
-    return out
-
-
-def _observation_credit(arm: Arm) -> list[float]:
-    """Per report, the share of the 14 observations the answer got right, counting every tuple it
-    gave even when it is unqualified (13 right and one missing is 13/14 here, 0 in the paper's
-    all-or-nothing figure). A failed call is 0."""
-    from clinieval.scoring.classification import multilabel_scores
-
-    gold = [dict(r.sample.metadata["codes"]) for r in arm.records]
-    said = [
-        dict(_score_of(arm, r)[1].get("predictions") or {}) if r.output is not None and r.output.ok else None
-        for r in arm.records
-    ]
-    shares = []
-    for g, p in zip(gold, said, strict=True):
-        shares.append(multilabel_scores([g], [p]).mean_item_accuracy)
-    return shares
-
-
-def _code_metrics(arm: Arm, s: Settings) -> JSON:
-    values = [_score_of(arm, r) for r in arm.records]
-    accuracy = [v or 0.0 for v, _ in values]
-    exact = [float(bool(m.get("exact"))) for _, m in values]
-    keep = [i for i, (_, m) in enumerate(values) if m.get("qualified")]
-    credit = _observation_credit(arm)
-    return {
-        "per_observation_credit": {
-            "counted_wrong": _mean_ci(credit, s, 100),
-            "exact_match": _mean_ci([float(c == 1.0) for c in credit], s, 100),
-        },
-        "average_accuracy": {
-            "counted_wrong": _mean_ci(accuracy, s, 100),
-            "qualified": _mean_ci([accuracy[i] for i in keep], s, 100),
-        },
-        "exact_match": {
-            "counted_wrong": _mean_ci(exact, s, 100),
-            "qualified": _mean_ci([exact[i] for i in keep], s, 100),
-        },
-    }
-
-
-def _answers(arm: Arm) -> tuple[list[str], list[str], list[bool]]:
-    texts = [r.output.text.strip() if r.output is not None and r.output.ok else "" for r in arm.records]
-    references = [str(r.sample.target or "") for r in arm.records]
-    return texts, references, [bool(t) for t in texts]
-
-
-def _nlg_metrics(arm: Arm, s: Settings) -> JSON:
-    from clinieval.scoring.text.registry import score_texts
-
-    texts, refs, qualified = _answers(arm)
-    out: JSON = {}
-    for view, keep in (
-        ("counted_wrong", list(range(len(texts)))),
-        ("qualified", [i for i, q in enumerate(qualified) if q]),
-    ):
-        if not keep:
-            out[view] = None
-            continue
-        preds, golds = [texts[i] for i in keep], [refs[i] for i in keep]
-        metrics = score_texts(("rouge1", "rouge2", "rougeL", "bleu"), preds, golds)
-        rouge = {k: [100 * v for v in metrics[k].values] for k in ("rouge1", "rouge2", "rougeL")}
-        total = [a + b + c for a, b, c in zip(rouge["rouge1"], rouge["rouge2"], rouge["rougeL"], strict=True)]
-        out[view] = {
-            **{k: _mean_ci(v, s) for k, v in rouge.items()},
-            "rouge_sum": _mean_ci(total, s),
-            "bleu4": metrics["bleu"].corpus,
-        }
-    return out
 
 
 def arm_result(arm: Arm, s: Settings) -> JSON:
@@ -177,37 +43,21 @@ def arm_result(arm: Arm, s: Settings) -> JSON:
         "setting": arm.setting,
         "shots": arm.shots,
         "split": arm.split,
-        **_counts(arm),
+        **counts(arm),
+        "metrics": TASK_TABLE[arm.task].answers.metrics(arm, s),
     }
-    if arm.task in LABELS:
-        out["metrics"] = _label_metrics(arm, s)
-    elif arm.task == "codes":
-        out["metrics"] = _code_metrics(arm, s)
-    else:
-        out["metrics"] = _nlg_metrics(arm, s)
     out["by_domain"] = _by_domain(arm, s)
     return out
 
 
-MAIN_METRIC: dict[TaskName, str] = {
-    "abnormality": "accuracy",
-    "ambiguity": "accuracy",
-    "codes": "average_accuracy",
-    "summarization": "rougeL",
-    "rewriting": "bleu4",
-}
+MAIN_METRIC: Mapping[TaskName, str] = {t.name: t.main_metric for t in TASK_TABLE.values()}
 """Each task's headline number (counted-wrong view) for curves and breakdowns."""
 
 
 def main_value(result: JSON) -> float | None:
     """The headline number of an arm result (the unqualified-counted-wrong view)."""
-    metric = result["metrics"]
-    key = MAIN_METRIC[result["task"]]
-    if result["task"] in ("summarization", "rewriting"):
-        view = metric.get("counted_wrong")
-        value = None if view is None else view[key]
-    else:
-        value = metric[key]["counted_wrong"]
+    entry = TASK_TABLE[result["task"]]
+    value = entry.answers.headline(result["metrics"], entry.main_metric)
     if isinstance(value, dict):
         value = value["value"]
     return None if value is None else float(value)
@@ -222,18 +72,9 @@ def _by_domain(arm: Arm, s: Settings) -> JSON:
     out: JSON = {}
     for domain, records in sorted(groups.items()):
         part = replace(arm, records=tuple(records))
-        result = {"task": arm.task, "metrics": _metrics_only(part, s)}
-        out[domain] = {"items": len(records), "value": main_value(result)}
+        metrics = TASK_TABLE[arm.task].answers.metrics(part, replace(s, intervals=False))
+        out[domain] = {"items": len(records), "value": main_value({"task": arm.task, "metrics": metrics})}
     return out
-
-
-def _metrics_only(arm: Arm, s: Settings) -> JSON:
-    quick = replace(s, intervals=False)
-    if arm.task in LABELS:
-        return _label_metrics(arm, quick)
-    if arm.task == "codes":
-        return _code_metrics(arm, quick)
-    return _nlg_metrics(arm, quick)
 
 
 # --- all arms --------------------------------------------------------------------------------
@@ -255,7 +96,7 @@ def medeval_analysis(
     results = [arm_result(a, s) for a in tested]
     undefined: list[str] = []
     for arm, result in zip(tested, results, strict=True):
-        if arm.task != "rewriting":
+        if not TASK_TABLE[arm.task].classifier_deltas:
             continue
         if classifiers is None:
             undefined.append(
@@ -296,14 +137,12 @@ def medeval_analysis(
 def by_level(results: Sequence[JSON]) -> list[JSON]:
     """Per model and setting, the mean headline value of the tasks of one level that share a metric
     (the paper's per-level averages, without averaging accuracy with BLEU or ROUGE)."""
-    from clinieval.benchmarks.medeval.prompts import SENTENCE_TASKS
-
     groups: dict[tuple[str, str, str, str], list[tuple[str, float]]] = defaultdict(list)
     for r in results:
         value = main_value(r)
         if value is not None and r.get("split", "test") == "test":
-            level = "sentence" if r["task"] in SENTENCE_TASKS else "report"
-            groups[(r["model"], r["setting"], level, MAIN_METRIC[r["task"]])].append((r["task"], value))
+            entry = TASK_TABLE[r["task"]]
+            groups[(r["model"], r["setting"], entry.level, entry.main_metric)].append((r["task"], value))
     return [
         {
             "model": model,

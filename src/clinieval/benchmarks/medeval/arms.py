@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from clinieval.benchmarks.medeval.prompts import TASKS, TaskName
+from clinieval.benchmarks.medeval.items import TASKS, TaskName
 from clinieval.errors import UserError
 from clinieval.runs import RunDir
 from clinieval.sample_record import SampleRecord

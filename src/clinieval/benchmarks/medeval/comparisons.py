@@ -28,40 +28,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from clinieval.benchmarks.medeval.arms import Arm, Settings
-from clinieval.benchmarks.medeval.prompts import PAPER_SHOTS, TaskName
+from clinieval.benchmarks.medeval.items import TaskName
+from clinieval.benchmarks.medeval.task_table import TASK_TABLE
 
 JSON = dict[str, Any]
 
-ITEM_METRIC: dict[TaskName, str] = {
-    "abnormality": "accuracy",
-    "ambiguity": "accuracy",
-    "codes": "average accuracy",
-    "summarization": "ROUGE-L F",
-    "rewriting": "sentence BLEU-4",
-}
-"""What a comparison's per-item value is, per task (x100)."""
-
 FAMILIES = ("adapted PLM", "prompted LLM")
-
-
-SCALE: dict[TaskName, float] = {
-    "abnormality": 100.0,
-    "ambiguity": 100.0,
-    "codes": 100.0,
-    "summarization": 100.0,
-    "rewriting": 1.0,
-}
-"""What turns a task's per-answer score into 0-100: sentence BLEU is already on that scale
-(sacrebleu's), accuracy and ROUGE are shares."""
 
 
 def per_item(arm: Arm) -> dict[str, float]:
     """Sample id -> the arm's per-item score on 0-100, failed calls and unqualified answers as 0."""
     out: dict[str, float] = {}
+    scale = TASK_TABLE[arm.task].item_scale
     for r in arm.records:
         score = r.scores.get(f"medeval_{arm.task}")
         value = None if score is None else score.value
-        out[r.sample.id] = SCALE[arm.task] * (value or 0.0)
+        out[r.sample.id] = scale * (value or 0.0)
     return out
 
 
@@ -88,7 +70,7 @@ class Choice:
 
 
 def _paper_setting(task: TaskName, candidates: Sequence[Arm]) -> Arm:
-    paper = [a for a in candidates if a.paper_examples or a.shots == PAPER_SHOTS[task]]
+    paper = [a for a in candidates if a.paper_examples or a.shots == TASK_TABLE[task].paper_shots]
     zero = [a for a in candidates if a.shots == 0]
     return (paper or zero or sorted(candidates, key=lambda a: (a.shots, a.setting)))[0]
 
@@ -176,7 +158,7 @@ def family_comparison(arms: Sequence[Arm], s: Settings) -> JSON:
             continue
         sides = {f: _family_items(members[f]) for f in FAMILIES}
         out[task] = {
-            "metric": ITEM_METRIC[task],
+            "metric": TASK_TABLE[task].item_metric,
             "split": "test",
             **paired({"prompted LLM": sides["prompted LLM"], "adapted PLM": sides["adapted PLM"]}, s),
             "members": {f: [c.describe() for c in members[f]] for f in FAMILIES},
@@ -204,7 +186,7 @@ def zero_vs_few(arms: Sequence[Arm], s: Settings) -> list[JSON]:
             {
                 "model": model,
                 "task": task,
-                "metric": ITEM_METRIC[task],
+                "metric": TASK_TABLE[task].item_metric,
                 "few_shot": pick.describe(),
                 **compared,
             }

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clinieval.benchmarks.medeval.prompts import PAPER_SHOTS, SENTENCE_TASKS, TASKS
+from clinieval.benchmarks.medeval.task_table import SUMMARIZATION, TASK_TABLE
 from clinieval.models.spec import BackendOptions, arm_dir_name
 
 DEMO_STOP = ("\n\n",)
@@ -65,10 +65,9 @@ def _run_arms(plan: DemoPlan, data: Path, echo: Callable[[str], None]) -> None:
     )
     echo(loaded.describe())
     for model in plan.models:
-        for task in TASKS:
-            level = "sentence" if task in SENTENCE_TASKS else "report"
-            generation = dataclasses.replace(base.generation, max_tokens=DEMO_MAX_TOKENS[level])
-            for shots in (0, PAPER_SHOTS[task]):
+        for task, entry in TASK_TABLE.items():
+            generation = dataclasses.replace(base.generation, max_tokens=DEMO_MAX_TOKENS[entry.level])
+            for shots in (0, entry.paper_shots):
                 path = plan.out / "arms" / arm_dir_name(model, f"{task}-{shots}shot")
                 settings = dataclasses.replace(base, shots=shots, generation=generation)
                 items = loaded.items_for(task)
@@ -97,7 +96,7 @@ def _baselines(plan: DemoPlan, data: Path, echo: Callable[[str], None]) -> None:
             metrics = ", ".join(f"{k} {v:.1f}" for k, v in done.card["metrics"].items())
             echo(f"{kind} {task}: {metrics} ({done.card['training_seconds']:.1f} s)")
     lead_sentence_arm(
-        loaded.items_for("summarization"), plan.out / "baselines" / "arms" / "baseline-lead-sentence"
+        loaded.items_for(SUMMARIZATION.name), plan.out / "baselines" / "arms" / "baseline-lead-sentence"
     )
 
 

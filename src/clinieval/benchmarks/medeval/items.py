@@ -28,6 +28,15 @@ CHEXPERT_NUMBERS: Mapping[CodeValue, str] = {
 }
 """How the CheXpert labeller's CSV writes each value (``labeled_reports.csv``)."""
 
+TaskName: TypeAlias = Literal["abnormality", "ambiguity", "rewriting", "codes", "summarization"]
+TASKS: tuple[TaskName, ...] = ("abnormality", "ambiguity", "rewriting", "codes", "summarization")
+"""MedEval's five tasks, in the paper's order: what each one asks, prompts and scores is its entry
+in :data:`~.task_table.TASK_TABLE`; the names are here, below everything that reads them (run
+folders name their task, :mod:`.arms`)."""
+
+Level: TypeAlias = Literal["sentence", "report"]
+"""What a task's items are: sentences (abnormality, ambiguity, rewriting) or whole reports."""
+
 Split: TypeAlias = Literal["train", "validation", "test"]
 SPLITS: tuple[Split, ...] = ("train", "validation", "test")
 SPLIT_SHARES: tuple[int, int, int] = (7, 1, 2)

@@ -12,7 +12,7 @@ data cannot ship with clinieval; a user downloads it and points clinieval at the
 * optionally ``mimic-cxr-2.0.0-split.csv``: ``dicom_id``, ``study_id``, ``subject_id``, ``split``
   (train / validate / test), one row per image; a study's split is its images' split, and
   "validate" is read as "validation". A study without a row gets a seeded split later
-  (:func:`~.data.assign_splits`).
+  (:func:`~.splits.assign_splits`).
 
 The two CSVs are looked for beside ``files/`` (or named explicitly). Reports are cut into sections
 by :func:`~.sections.parse_sections`; a report's id is its file name without ``.txt``

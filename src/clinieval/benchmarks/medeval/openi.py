@@ -5,7 +5,7 @@ report (``ecgen-radiology/1.xml``): an ``<eCitation>`` whose ``<uId id="CXR1"/>`
 and whose ``MedlineCitation/Article/Abstract`` holds ``<AbstractText Label="COMPARISON">``,
 ``INDICATION``, ``FINDINGS`` and ``IMPRESSION`` (often empty), with MeSH terms under
 ``<MeSH><major>`` and ``<automatic>``. Open-i has no CheXpert codes: reports come without codes
-(all absent) unless a labels table is attached (:func:`~.data.attach_codes`).
+(all absent) unless a labels table is attached (:func:`~.tables.attach_codes`).
 
 The files are parsed with the standard library's expat, refusing any DOCTYPE or ENTITY
 declaration: Open-i's files have none, and a declared entity is how XML makes a small file expand

@@ -1,5 +1,8 @@
 """MedEval's prompts (the paper's Appendix C), zero-shot and k-shot, built character for character.
 
+The paper's strings and each task's layout, with no knowledge of task names: which task uses which
+builder is its entry in :data:`~.task_table.TASK_TABLE`, and :mod:`.prompts` builds by task name.
+
 The zero-shot prompts and the paper's own few-shot examples are quoted in
 ``shared/spec/medeval.md``; every string below comes from there. The spec gives the parts of a
 few-shot prompt (the introduction, ``Here are N examples.``, the example lines, the closing
@@ -12,26 +15,10 @@ the paper's rewriting examples, digits otherwise, and ``Here is 1 example.`` for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
 
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
 from clinieval.errors import UserError
-
-TaskName: TypeAlias = Literal["abnormality", "ambiguity", "rewriting", "codes", "summarization"]
-TASKS: tuple[TaskName, ...] = ("abnormality", "ambiguity", "rewriting", "codes", "summarization")
-SENTENCE_TASKS: tuple[TaskName, ...] = ("abnormality", "ambiguity", "rewriting")
-
-PAPER_SHOTS: dict[TaskName, int] = {
-    "abnormality": 2,
-    "ambiguity": 2,
-    "rewriting": 3,
-    "codes": 2,
-    "summarization": 3,
-}
-"""The paper's few-shot setting: as many examples as classes for NLU (2), three for NLG. Code
-prediction is multi-label; the paper's NLU rule gives it 2 as well."""
 
 PROMPT_OBSERVATIONS = tuple(
     "Enlarged Cardiomeastinum" if o == "Enlarged Cardiomediastinum" else o for o in CHEXPERT_OBSERVATIONS
@@ -85,27 +72,25 @@ _SUMMARY_INTRO = (
 _SUMMARY_ASK_ZERO = "Answer me with its summary only, without saying anything else."
 _SUMMARY_ASK_FEW = "Now given a new report, answer me with its summary only, without saying anything else."
 
-PAPER_EXAMPLES: dict[TaskName, tuple[str, ...]] = {
-    "abnormality": (
-        "Sentence: there is likely left basilar opacity. Label: abnormal.",
-        "Sentence: unchanged exam without acute abnormality. Label: normal.",
-    ),
-    "ambiguity": (
-        "Sentence: lungs are unremarkable. Label: ambiguous.",
-        "Sentence: unchanged chronic appearance of the left lung. Label: unambiguous.",
-    ),
-    "rewriting": (
-        "Sentence: Lungs are unremarkable. Diagnostic: Normal. Rewrite: Lungs are normal.",
-        "Sentence: The lung volumes are low normal. Diagnostic: Normal. Rewrite: The lung volumes are in "
-        "the lower range of normal limit.",
-        "Sentence: Cardiomegaly and hiatal hernia without an acute abnormality identified. Diagnostic: "
-        "Abnormal. Rewrite: Cardiomegaly and hiatal hernia. Without an acute abnormality identified.",
-    ),
-}
+ABNORMALITY_EXAMPLES = (
+    "Sentence: there is likely left basilar opacity. Label: abnormal.",
+    "Sentence: unchanged exam without acute abnormality. Label: normal.",
+)
+AMBIGUITY_EXAMPLES = (
+    "Sentence: lungs are unremarkable. Label: ambiguous.",
+    "Sentence: unchanged chronic appearance of the left lung. Label: unambiguous.",
+)
+REWRITING_EXAMPLES = (
+    "Sentence: Lungs are unremarkable. Diagnostic: Normal. Rewrite: Lungs are normal.",
+    "Sentence: The lung volumes are low normal. Diagnostic: Normal. Rewrite: The lung volumes are in "
+    "the lower range of normal limit.",
+    "Sentence: Cardiomegaly and hiatal hernia without an acute abnormality identified. Diagnostic: "
+    "Abnormal. Rewrite: Cardiomegaly and hiatal hernia. Without an acute abnormality identified.",
+)
 """The paper's fixed few-shot examples (none were published for code prediction or summaries)."""
 
 
-# --- example lines from data -----------------------------------------------------------------
+# --- parts of example lines and queries ------------------------------------------------------
 
 
 def _bare(sentence: str) -> str:
@@ -122,21 +107,6 @@ def diagnostic(item: SentenceItem) -> str:
     return "Abnormal" if item.abnormal else "Normal"
 
 
-def example_line(task: TaskName, item: SentenceItem | ReportItem) -> str:
-    """One few-shot example in the layout of the paper's examples for ``task``."""
-    if task in ("abnormality", "ambiguity") and isinstance(item, SentenceItem):
-        return f"Sentence: {item.sentence} Label: {gold_label(task, item)}."
-    if task == "rewriting" and isinstance(item, SentenceItem):
-        if not item.rewrite:
-            raise UserError(f"{item.source or item.id}: a rewriting example needs its rewrite")
-        return f"Sentence: {_bare(item.sentence)}. Diagnostic: {diagnostic(item)}. Rewrite: {item.rewrite}"
-    if task == "codes" and isinstance(item, ReportItem):
-        return f"Report: {item.text} Mentioned observations: {code_tuples(item)}"
-    if task == "summarization" and isinstance(item, ReportItem):
-        return f"Report: {findings_of(item)}. Summary: {item.impression}"
-    raise UserError(f"task {task}: an example must be a {'sentence' if task in SENTENCE_TASKS else 'report'}")
-
-
 def findings_of(item: ReportItem) -> str:
     """What a summary is written from: the FINDINGS section. Never the whole report, which holds
     the impression, the gold summary itself."""
@@ -147,20 +117,33 @@ def findings_of(item: ReportItem) -> str:
     return item.findings.strip().rstrip(".")
 
 
-def gold_label(task: TaskName, item: SentenceItem) -> str:
-    """The label word a sentence-classification answer should be."""
-    if task == "abnormality" and item.abnormal is not None:
-        return "abnormal" if item.abnormal else "normal"
-    if task == "ambiguity" and item.ambiguous is not None:
-        return "ambiguous" if item.ambiguous else "unambiguous"
-    raise UserError(f"{item.source or item.id}: no {task} label")
-
-
 def code_tuples(item: ReportItem, absent_as: str = "unknown") -> str:
     """A report's 14 codes as the answer format asks: ``(No Finding, negative), ...``."""
     values = [item.codes.get(o, "absent") for o in CHEXPERT_OBSERVATIONS]
     shown = [absent_as if v == "absent" else v for v in values]
     return ", ".join(f"({name}, {v})" for name, v in zip(PROMPT_OBSERVATIONS, shown, strict=True))
+
+
+# --- one example line per task ---------------------------------------------------------------
+
+
+def label_example(item: SentenceItem, label: str) -> str:
+    """A classification example (abnormality, ambiguity): the sentence and its gold label word."""
+    return f"Sentence: {item.sentence} Label: {label}."
+
+
+def rewriting_example(item: SentenceItem) -> str:
+    if not item.rewrite:
+        raise UserError(f"{item.source or item.id}: a rewriting example needs its rewrite")
+    return f"Sentence: {_bare(item.sentence)}. Diagnostic: {diagnostic(item)}. Rewrite: {item.rewrite}"
+
+
+def codes_example(item: ReportItem) -> str:
+    return f"Report: {item.text} Mentioned observations: {code_tuples(item)}"
+
+
+def summary_example(item: ReportItem) -> str:
+    return f"Report: {findings_of(item)}. Summary: {item.impression}"
 
 
 # --- whole prompts ---------------------------------------------------------------------------
@@ -187,59 +170,42 @@ def _with_shots(intro: str, shots: Shots, ask: str, query: str) -> str:
     return f"{intro} {shots.announce()}\n{examples}\n{ask} {query}"
 
 
-def sentence_prompt(
-    task: TaskName, item: SentenceItem, shots: Shots = Shots(), *, with_label: bool = True
-) -> str:
-    """The prompt for one sentence-level item (abnormality, ambiguity or rewriting).
+def abnormality_prompt(item: SentenceItem, shots: Shots, with_label: bool = True) -> str:
+    """Abnormality identification (``with_label`` concerns rewriting only)."""
+    return _with_shots(_ABNORMAL_INTRO, shots, _ABNORMAL_ASK, f"Sentence: {item.sentence} Label:")
 
-    ``with_label=False`` gives rewriting Appendix C.3's label-free query line (``Sentence: {}.
-    Rewrite:``), a named option: the model then rewrites without being told the finding. Example
-    lines keep their labels, as all of the paper's do."""
-    if task == "abnormality":
-        return _with_shots(_ABNORMAL_INTRO, shots, _ABNORMAL_ASK, f"Sentence: {item.sentence} Label:")
-    if task == "ambiguity":
+
+def ambiguity_prompt(item: SentenceItem, shots: Shots, with_label: bool = True) -> str:
+    """Ambiguity identification (``with_label`` concerns rewriting only)."""
+    query = f"Sentence: {item.sentence} Label:"
+    if not shots.lines:
         # the paper's zero-shot ambiguity prompt starts its closing instruction on a new line
-        query = f"Sentence: {item.sentence} Label:"
-        if not shots.lines:
-            return f"{_AMBIGUITY_INTRO}\n{_AMBIGUITY_ASK} {query}"
-        return _with_shots(_AMBIGUITY_INTRO, shots, _AMBIGUITY_ASK, query)
-    if task == "rewriting":
-        # zero-shot too carries the sentence's label: every zero-shot rewrite prompt the paper shows
-        # does (its Appendix C.3 template line alone omits it; shared/spec/medeval.md, corrected)
-        label = f" Diagnostic: {diagnostic(item)}." if with_label else ""
-        query = f"Sentence: {_bare(item.sentence)}.{label} Rewrite:"
-        if not shots.lines:
-            return f"{_REWRITE_INTRO} {_REWRITE_ASK} {query}"
-        return _with_shots(_REWRITE_INTRO, shots, _REWRITE_ASK, query)
-    raise UserError(f"task {task} is a report task, not a sentence task")
+        return f"{_AMBIGUITY_INTRO}\n{_AMBIGUITY_ASK} {query}"
+    return _with_shots(_AMBIGUITY_INTRO, shots, _AMBIGUITY_ASK, query)
 
 
-def report_prompt(task: TaskName, item: ReportItem, shots: Shots = Shots()) -> str:
-    """The prompt for one report-level item (code prediction or summarisation)."""
-    if task == "codes":
-        query = f"Report: {item.text} Mentioned observations:"
-        if not shots.lines:
-            return f"{_CODES_INTRO} {query}"
-        return f"{_CODES_INTRO} {shots.announce()}\n" + "\n".join(shots.lines) + f"\n{query}"
-    if task == "summarization":
-        text = findings_of(item)
-        if not shots.lines:
-            return f"{_SUMMARY_INTRO} {_SUMMARY_ASK_ZERO} Report: {text}. Summary:"
-        return _with_shots(_SUMMARY_INTRO, shots, _SUMMARY_ASK_FEW, f"Report: {text}. Summary:")
-    raise UserError(f"task {task} is a sentence task, not a report task")
+def rewriting_prompt(item: SentenceItem, shots: Shots, with_label: bool = True) -> str:
+    """Disambiguation rewriting. Zero-shot too carries the sentence's label: every zero-shot rewrite
+    prompt the paper shows does (its Appendix C.3 template line alone omits it;
+    shared/spec/medeval.md, corrected). ``with_label=False`` gives that label-free query line
+    (``Sentence: {}. Rewrite:``), a named option: the model then rewrites without being told the
+    finding. Example lines keep their labels, as all of the paper's do."""
+    label = f" Diagnostic: {diagnostic(item)}." if with_label else ""
+    return _with_shots(
+        _REWRITE_INTRO, shots, _REWRITE_ASK, f"Sentence: {_bare(item.sentence)}.{label} Rewrite:"
+    )
 
 
-def paper_shots(task: TaskName) -> Shots:
-    """The paper's own examples for ``task``; code prediction and summaries have none published."""
-    lines = PAPER_EXAMPLES.get(task)
-    if lines is None:
-        raise UserError(
-            f"the paper published no few-shot examples for {task}; "
-            "use --shots N to draw them from the train split"
-        )
-    return Shots(lines, paper=True)
+def codes_prompt(item: ReportItem, shots: Shots) -> str:
+    """Code prediction: the introduction holds the whole instruction; no closing one."""
+    query = f"Report: {item.text} Mentioned observations:"
+    if not shots.lines:
+        return f"{_CODES_INTRO} {query}"
+    return f"{_CODES_INTRO} {shots.announce()}\n" + "\n".join(shots.lines) + f"\n{query}"
 
 
-def data_shots(task: TaskName, examples: Sequence[SentenceItem | ReportItem]) -> Shots:
-    """Examples drawn from the data (the train split), written in the paper's layout."""
-    return Shots(tuple(example_line(task, x) for x in examples))
+def summary_prompt(item: ReportItem, shots: Shots) -> str:
+    """Summarisation of the FINDINGS (:func:`findings_of`); zero-shot's closing instruction differs."""
+    query = f"Report: {findings_of(item)}. Summary:"
+    ask = _SUMMARY_ASK_FEW if shots.lines else _SUMMARY_ASK_ZERO
+    return _with_shots(_SUMMARY_INTRO, shots, ask, query)

@@ -23,11 +23,11 @@ from typing import Literal, TypeAlias
 
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 
-LABELS: dict[str, tuple[str, str]] = {
-    "abnormality": ("normal", "abnormal"),
-    "ambiguity": ("unambiguous", "ambiguous"),
-}
-"""Each sentence-classification task's two labels: (negative class, positive class)."""
+ABNORMALITY_LABELS: tuple[str, str] = ("normal", "abnormal")
+AMBIGUITY_LABELS: tuple[str, str] = ("unambiguous", "ambiguous")
+LABELS: dict[str, tuple[str, str]] = {"abnormality": ABNORMALITY_LABELS, "ambiguity": AMBIGUITY_LABELS}
+"""Each sentence-classification task's two labels: (negative class, positive class); also the
+review study's label sets (:mod:`.review`), whose columns are named after the tasks."""
 
 _FINAL_PUNCTUATION = ".!;:,"
 PREDICTIONS = ("positive", "negative", "unknown")

@@ -14,22 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from clinieval import report
-from clinieval.analysis.markdown import md_number
 from clinieval.benchmarks.medeval.analysis import MAIN_METRIC, Arm
-from clinieval.benchmarks.medeval.prompts import TASKS
+from clinieval.benchmarks.medeval.answers import ci_cell, number_cell
+from clinieval.benchmarks.medeval.items import TaskName
+from clinieval.benchmarks.medeval.task_table import TASK_TABLE
 from clinieval.report import Block, Document, Link, Paragraph, Section, Table
 from clinieval.report.charts import grouped_bar_chart_svg, line_chart_svg
 from clinieval.report.document import Cell
 
 JSON = dict[str, Any]
 
-TASK_TITLES = {
-    "abnormality": "Abnormality identification (sentence NLU)",
-    "ambiguity": "Ambiguity identification (sentence NLU)",
-    "rewriting": "Disambiguation rewriting (sentence NLG)",
-    "codes": "Report code prediction (report NLU, 14 chest observations)",
-    "summarization": "Report summarisation (report NLG)",
-}
 SYNTHETIC_WARNING = (
     "These numbers are on clinieval's synthetic radiology corpus, not on MedEval's data (which is not "
     "public): they exercise the method end to end and are not comparable with the paper's."
@@ -37,66 +31,17 @@ SYNTHETIC_WARNING = (
 ANSWER_CELL = 160
 
 
-def _n(value: Any, digits: int = 1) -> str:
-    return md_number(value, digits)
-
-
-def _ci(entry: JSON | None) -> str:
-    if not entry or entry.get("value") is None:
-        return "—"
-    ci = entry.get("ci")
-    return _n(entry["value"]) + ("" if not ci else f" [{ci[0]:.1f}–{ci[1]:.1f}]")
-
-
-def _metric_cells(task: str, metrics: JSON) -> tuple[list[str], list[str]]:
-    if task in ("abnormality", "ambiguity"):
-        a, f = metrics["accuracy"], metrics["macro_f1"]
-        header = ["accuracy [95% CI]", "accuracy, qualified only", "macro-F1", "macro-F1, qualified only"]
-        return header, [
-            _ci(a["counted_wrong"]),
-            _ci(a["qualified"]),
-            _n(f["counted_wrong"]),
-            _n(f["qualified"]),
-        ]
-    if task == "codes":
-        a, e = metrics["average_accuracy"], metrics["exact_match"]
-        header = [
-            "average accuracy [95% CI]",
-            "qualified only",
-            "exact match",
-            "exact match, qualified only",
-            "per-observation credit (not the paper's)",
-        ]
-        credit = (metrics.get("per_observation_credit") or {}).get("counted_wrong")
-        return header, [
-            _ci(a["counted_wrong"]),
-            _ci(a["qualified"]),
-            _ci(e["counted_wrong"]),
-            _ci(e["qualified"]),
-            _ci(credit),
-        ]
-    header = ["ROUGE-1", "ROUGE-2", "ROUGE-L [95% CI]", "ROUGE sum", "BLEU-4", "BLEU-4, qualified only"]
-    view, qual = metrics.get("counted_wrong") or {}, metrics.get("qualified") or {}
-    cells = [
-        _ci(view.get("rouge1")),
-        _ci(view.get("rouge2")),
-        _ci(view.get("rougeL")),
-        _ci(view.get("rouge_sum")),
-    ]
-    return header, [*cells, _n(view.get("bleu4")), _n(qual.get("bleu4"))]
-
-
-def _task_table(task: str, arms: Sequence[JSON]) -> Table:
+def _task_table(task: TaskName, arms: Sequence[JSON]) -> Table:
     rows, header = [], ["model", "setting", "items", "failed", "qualified rate"]
     for arm in arms:
-        names, cells = _metric_cells(task, arm["metrics"])
+        names, cells = TASK_TABLE[task].answers.columns(arm["metrics"])
         rows.append(
             [
                 arm["model"],
                 arm["setting"],
                 str(arm["items"]),
                 str(arm["failed"]),
-                _n(100 * arm["qualified_rate"]),
+                number_cell(100 * arm["qualified_rate"]),
                 *cells,
             ]
         )
@@ -104,14 +49,14 @@ def _task_table(task: str, arms: Sequence[JSON]) -> Table:
     return Table(header, rows)
 
 
-def _curve(task: str, curves: JSON) -> Block | None:
+def _curve(task: TaskName, curves: JSON) -> Block | None:
     by_model: JSON = curves.get(task) or {}
     settings = sorted({s for v in by_model.values() for s in v}, key=_setting_order)
     if len(settings) < 2:
         return None
     series = {m: [v.get(s) for s in settings] for m, v in by_model.items()}
-    title = f"{TASK_TITLES[task]}: {result_metric({'task': task})} by shot setting"
-    rows = [[m, *(_n(x) for x in values)] for m, values in series.items()]
+    title = f"{TASK_TABLE[task].title}: {result_metric({'task': task})} by shot setting"
+    rows = [[m, *(number_cell(x) for x in values)] for m, values in series.items()]
     return report.Raw(
         line_chart_svg(title, settings, series, (0.0, 100.0)),
         [Paragraph(title, "note"), Table(["model", *settings], rows)],
@@ -123,7 +68,7 @@ def _setting_order(setting: str) -> tuple[int, str]:
     return (0 if setting == "zero-shot" else int(head) if head.isdigit() else 99, setting)
 
 
-def _domains(task: str, arms: Sequence[JSON]) -> Block | None:
+def _domains(task: TaskName, arms: Sequence[JSON]) -> Block | None:
     """Every arm's headline score per domain, as one grouped bar chart (a table in Markdown)."""
     shown = [a for a in arms if len(a.get("by_domain") or {}) >= 2]
     if not shown:
@@ -133,8 +78,8 @@ def _domains(task: str, arms: Sequence[JSON]) -> Block | None:
         f"{a['model']}, {a['setting']}": [(a["by_domain"].get(d) or {}).get("value") for d in domains]
         for a in shown
     }
-    title = f"{TASK_TITLES[task]}: {result_metric({'task': task})} by domain"
-    rows = [[name, *(_n(v) for v in values)] for name, values in series.items()]
+    title = f"{TASK_TABLE[task].title}: {result_metric({'task': task})} by domain"
+    rows = [[name, *(number_cell(v) for v in values)] for name, values in series.items()]
     return report.Raw(
         grouped_bar_chart_svg(title, domains, series, (0.0, 100.0)),
         [Paragraph(title, "note"), Table(["arm", *domains], rows)],
@@ -158,7 +103,7 @@ def _answers_table(arm: Arm, view: str | None = None) -> Table:
         shown = r.sample.metadata.get("sentence") or r.sample.metadata.get("findings") or r.sample.input
         answer = r.output.text if r.output is not None and r.output.ok else f"(failed: {r.error_kind()})"
         gold = r.sample.target if r.sample.target is not None else "(14 codes)"
-        value = "—" if score is None or score.value is None else _n(score.value, 2)
+        value = "—" if score is None or score.value is None else number_cell(score.value, 2)
         rows.append(
             [
                 r.sample.id if view is None else Link(r.sample.id, f"{view}/{item_href(r.sample.id)}"),
@@ -189,8 +134,8 @@ def _deltas(task_arms: Sequence[JSON]) -> Block | None:
             [
                 a["model"],
                 a["setting"],
-                _ci({"value": am["delta"], "ci": am["ci"]}),
-                _ci({"value": ab["delta"], "ci": ab["ci"]}),
+                ci_cell({"value": am["delta"], "ci": am["ci"]}),
+                ci_cell({"value": ab["delta"], "ci": ab["ci"]}),
                 f"{d.get('rewrites_failed', '?')} of {d.get('rewrites', len(a.get('records', [])) or '?')}",
                 used,
             ]
@@ -238,7 +183,7 @@ def _members(members: Sequence[JSON]) -> str:
 def _families(result: JSON) -> Block | None:
     fam = result.get("families") or {}
     rows = []
-    for task in TASKS:
+    for task in TASK_TABLE:
         f = fam.get(task)
         if not f:
             continue
@@ -248,8 +193,8 @@ def _families(result: JSON) -> Block | None:
                 task,
                 f["metric"],
                 str(f["n"]),
-                _ci(sides.get("adapted PLM")),
-                _ci(sides.get("prompted LLM")),
+                ci_cell(sides.get("adapted PLM")),
+                ci_cell(sides.get("prompted LLM")),
                 _pm(f["difference"]),
                 _members(f["members"]["adapted PLM"]),
                 _members(f["members"]["prompted LLM"]),
@@ -284,8 +229,8 @@ def _zero_few(result: JSON) -> Block | None:
             r["task"],
             r["metric"],
             str(r["n"]),
-            _ci(r["sides"]["zero-shot"]),
-            _ci(r["sides"]["few-shot"]),
+            ci_cell(r["sides"]["zero-shot"]),
+            ci_cell(r["sides"]["few-shot"]),
             f"{r['few_shot']['setting']} ({r['few_shot']['chosen_by']})",
             _pm(r["difference"]),
         ]
@@ -308,7 +253,7 @@ def _zero_few(result: JSON) -> Block | None:
 
 def _levels(result: JSON) -> Block | None:
     rows = [
-        [r["model"], r["setting"], r["level"], r["metric"], ", ".join(r["tasks"]), _n(r["value"])]
+        [r["model"], r["setting"], r["level"], r["metric"], ", ".join(r["tasks"]), number_cell(r["value"])]
         for r in result.get("levels") or []
     ]
     if not rows:
@@ -332,7 +277,7 @@ def _chosen(result: JSON) -> Block | None:
             c["task"],
             c["setting"],
             c["chosen_by"],
-            ", ".join(f"{k} {_n(v)}" for k, v in c["validation"].items()) or "—",
+            ", ".join(f"{k} {number_cell(v)}" for k, v in c["validation"].items()) or "—",
         ]
         for c in chosen
     ]
@@ -372,7 +317,7 @@ def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool, view: str
             "note",
         )
     ]
-    for task in TASKS:
+    for task in TASK_TABLE:
         task_arms = [a for a in result["arms"] if a["task"] == task]
         if not task_arms:
             continue
@@ -382,7 +327,7 @@ def build_document(result: JSON, arms: Sequence[Arm], synthetic: bool, view: str
         parts += [curve] if curve is not None else []
         domains = _domains(task, task_arms)
         parts += [domains] if domains is not None else []
-        blocks.append(Section(TASK_TITLES[task], parts, anchor=task))
+        blocks.append(Section(TASK_TABLE[task].title, parts, anchor=task))
     blocks += _comparisons(result)
     answers = [Section(f"{a.model}, {a.task}, {a.setting}", [_answers_table(a, view)]) for a in arms]
     blocks.append(Section("Every answer", answers, anchor="answers"))

@@ -13,7 +13,8 @@ own labels are not carried over: the reviewers label blind.
 
 The study's label sets are the review app's defaults, which are MedEval's: ``abnormality``
 (normal, abnormal) and ``ambiguity`` (unambiguous, ambiguous); :func:`labelled_sentences` reads
-them back into the table's ``abnormal`` and ``ambiguous`` columns.
+them back into the table's ``abnormal`` and ``ambiguous`` columns (the study's label sets are
+:data:`.parsing.LABELS`, false word first).
 """
 
 from __future__ import annotations
@@ -23,21 +24,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clinieval.benchmarks.medeval.parsing import LABELS
 from clinieval.errors import UserError, shown
 from clinieval.review.sources import Converted, ExportRow, ReviewSource, has_columns
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.medeval.items import SentenceItem
 
-LABELS = {"abnormality": ("normal", "abnormal"), "ambiguity": ("unambiguous", "ambiguous")}
-"""The study's label sets (the review app's default ``sentence`` config), false word first."""
 _COLUMNS = ("id", "sentence", "domain")
 
 
 def sentence_table(path: Path) -> Path | None:
     """``path`` when it is a sentence table, the folder's one sentence table when it is a MedEval
     folder (``sentences.csv``, ``synthetic-sentences.jsonl``...), else None."""
-    from clinieval.benchmarks.medeval.data import SENTENCE_STEMS, SUFFIXES
+    from clinieval.benchmarks.medeval.tables import SENTENCE_STEMS, SUFFIXES
 
     if path.is_dir():
         found = [path / f"{s}{x}" for s in SENTENCE_STEMS for x in SUFFIXES if (path / f"{s}{x}").is_file()]
@@ -54,7 +54,7 @@ def accepts(paths: Sequence[Path]) -> bool:
 
 def convert(paths: Sequence[Path]) -> Converted:
     """One ``sentence`` item per sentence, in the table's order."""
-    from clinieval.benchmarks.medeval.data import load_sentences
+    from clinieval.benchmarks.medeval.tables import load_sentences
     from clinieval.review.items import ReviewItem
 
     table = sentence_table(paths[0]) if len(paths) == 1 else None
@@ -131,8 +131,8 @@ def labelled_sentences(export: Path, sentences: Path, out: Path, prefer: Sequenc
     ``reviewer`` column), written atomically to ``out`` (``.csv`` or ``.jsonl``) and read back
     with MedEval's own loader. Reviewers of one sentence must agree unless ``prefer`` says whose
     labels win; a sentence the export lacks is left out (counted), one the table lacks is refused."""
-    from clinieval.benchmarks.medeval.data import load_sentences
     from clinieval.benchmarks.medeval.synth.writer import SENTENCE_COLUMNS, sentence_row
+    from clinieval.benchmarks.medeval.tables import load_sentences
     from clinieval.fsutil import atomic_write_csv, atomic_write_jsonl
     from clinieval.review.sources import one_verdict_per_item, read_export
 

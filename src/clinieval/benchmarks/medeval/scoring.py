@@ -9,18 +9,49 @@ The NLG tasks score each answer with one text metric here (ROUGE-L for summaries
 the clinician's rewrite for rewriting) so a run's summary has a number; the analysis computes the
 paper's full set (ROUGE-1/2/L, their sum, corpus BLEU-4, and the classifier deltas) from the
 recorded answers.
+
+One scorer class serves every task (:class:`MedEvalScorer`: the task's name, the failed-call rule);
+what differs is how an answer is read, one reader per kind of answer (a label word, the 14 code
+tuples, free text), which each task's entry in :data:`~.task_table.TASK_TABLE` picks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
-from clinieval.benchmarks.medeval.parsing import LABELS, QualifiedRule, read_codes, read_label
+from clinieval.benchmarks.medeval.parsing import QualifiedRule, read_codes, read_label
 from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import failed_score, generated_output
 from clinieval.types import Score
+
+
+class AnswerReader(Protocol):
+    """How one kind of answer is scored, once the model call is known to have succeeded."""
+
+    def __call__(self, text: str, record: SampleRecord) -> Score: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MedEvalScorer:
+    """A task's scorer, ``medeval_<task>``: a failed call is unscored (with its error kind), any
+    other answer goes to ``read``."""
+
+    task: str
+    read: AnswerReader
+    needs: Literal["generate"] = "generate"
+    needs_choices: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"medeval_{self.task}"
+
+    def score(self, record: SampleRecord) -> Score:
+        out = generated_output(record, self.name)
+        if not out.ok:
+            return failed_score(out.error_kind, out.error_message)
+        return self.read(out.text, record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,21 +59,11 @@ class LabelAccuracy:
     """Abnormality or ambiguity: 1 when the answer gives the gold label, qualified by ``rule``
     (the paper's: exactly one label word in the answer)."""
 
-    task: Literal["abnormality", "ambiguity"]
+    labels: tuple[str, str]
     rule: QualifiedRule = "paper"
 
-    @property
-    def name(self) -> str:
-        return f"medeval_{self.task}"
-
-    needs: Literal["generate"] = "generate"
-    needs_choices: bool = False
-
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        label = read_label(out.text, LABELS[self.task], self.rule)
+    def __call__(self, text: str, record: SampleRecord) -> Score:
+        label = read_label(text, self.labels, self.rule)
         gold = str(record.sample.target)
         why = "exactly one label word" if self.rule == "paper" else "the label and nothing else"
         return Score(
@@ -57,15 +78,8 @@ class CodeAccuracy:
     """Code prediction: the share of the 14 observations predicted right (the paper averages this
     over reports as "average accuracy"), and whether all 14 were right (exact match)."""
 
-    name: str = "medeval_codes"
-    needs: Literal["generate"] = "generate"
-    needs_choices: bool = False
-
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        answer = read_codes(out.text)
+    def __call__(self, text: str, record: SampleRecord) -> Score:
+        answer = read_codes(text)
         gold = record.sample.metadata["codes"]
         right = {o: answer.qualified and answer.predictions.get(o) == gold[o] for o in CHEXPERT_OBSERVATIONS}
         return Score(
@@ -85,23 +99,12 @@ class TextOverlap:
     """An NLG answer against its reference (the impression, or the clinician's rewrite) with one
     text metric; an empty answer is unqualified."""
 
-    task: Literal["summarization", "rewriting"]
     metric: str
 
-    @property
-    def name(self) -> str:
-        return f"medeval_{self.task}"
-
-    needs: Literal["generate"] = "generate"
-    needs_choices: bool = False
-
-    def score(self, record: SampleRecord) -> Score:
+    def __call__(self, text: str, record: SampleRecord) -> Score:
         from clinieval.scoring.text.registry import text_metric
 
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        text = out.text.strip()
+        answer = text.strip()
         reference = str(record.sample.target)
-        value = text_metric(self.metric).sentence([text], [reference])[0] if text else 0.0
-        return Score(value=value, metadata={"qualified": bool(text), "metric": self.metric})
+        value = text_metric(self.metric).sentence([answer], [reference])[0] if answer else 0.0
+        return Score(value=value, metadata={"qualified": bool(answer), "metric": self.metric})

@@ -20,21 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
+from clinieval.benchmarks.medeval.items import ReportItem, SentenceItem, Split, TaskName
+from clinieval.benchmarks.medeval.paper_prompts import Shots
 from clinieval.benchmarks.medeval.parsing import QualifiedRule
-from clinieval.benchmarks.medeval.prompts import (
-    PAPER_SHOTS,
-    SENTENCE_TASKS,
-    Shots,
-    TaskName,
-    data_shots,
-    findings_of,
-    gold_label,
-    paper_shots,
-    report_prompt,
-    sentence_prompt,
-)
-from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, TextOverlap
+from clinieval.benchmarks.medeval.task_table import TASK_TABLE, MedEvalTask
 from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.scoring.scorers import Scorer
@@ -69,31 +58,14 @@ class MedEvalSettings(ArmSettings):
 
 def eligible(task: TaskName, item: Item) -> bool:
     """Whether an item has what ``task`` needs (a label, a rewrite, chest codes, both sections)."""
-    if isinstance(item, SentenceItem):
-        if task == "abnormality":
-            return item.abnormal is not None
-        if task == "ambiguity":
-            return item.ambiguous is not None
-        if task == "rewriting":
-            return bool(item.ambiguous) and bool(item.rewrite) and item.abnormal is not None
-        return False
-    if task == "codes":
-        return item.domain == CHEST
-    if task == "summarization":
-        return bool(item.findings.strip()) and bool(item.impression.strip())
-    return False
-
-
-def _class_of(task: TaskName, item: Item) -> str:
-    if isinstance(item, SentenceItem) and task in ("abnormality", "ambiguity"):
-        return gold_label(task, item)
-    return ""
+    return TASK_TABLE[task].eligible(item)
 
 
 def draw_examples(task: TaskName, pool: Sequence[Item], k: int, seed: int) -> list[Item]:
     """k train items, seeded; classes taken in turn so two examples of a two-class task cover
     both classes, as the paper's examples do."""
-    candidates = [x for x in pool if eligible(task, x)]
+    entry = TASK_TABLE[task]
+    candidates = [x for x in pool if entry.eligible(x)]
     if len(candidates) < k:
         raise UserError(
             f"{task}: {k} examples asked for, but the train split has {len(candidates)} usable items"
@@ -101,7 +73,7 @@ def draw_examples(task: TaskName, pool: Sequence[Item], k: int, seed: int) -> li
     rng = random.Random(f"medeval-shots:{seed}:{task}")
     by_class: dict[str, list[Item]] = {}
     for x in sorted(candidates, key=lambda x: x.id):
-        by_class.setdefault(_class_of(task, x), []).append(x)
+        by_class.setdefault(entry.balance_class(x), []).append(x)
     for members in by_class.values():
         rng.shuffle(members)
     picked: list[Item] = []
@@ -112,48 +84,23 @@ def draw_examples(task: TaskName, pool: Sequence[Item], k: int, seed: int) -> li
     return picked
 
 
-def _shots(task: TaskName, train: Sequence[Item], settings: MedEvalSettings) -> tuple[Shots, list[str]]:
+def _shots(entry: MedEvalTask, train: Sequence[Item], settings: MedEvalSettings) -> tuple[Shots, list[str]]:
     if settings.paper_examples:
-        return paper_shots(task), []
+        return entry.paper_shots_given(), []
     if settings.shots == 0:
         return Shots(), []
-    examples = draw_examples(task, train, settings.shots, settings.seed)
-    return data_shots(task, examples), [x.id for x in examples]
+    examples = draw_examples(entry.name, train, settings.shots, settings.seed)
+    return entry.data_shots(examples), [x.id for x in examples]
 
 
-def _sample(task: TaskName, item: Item, shots: Shots, settings: MedEvalSettings) -> Sample:
-    meta: JSON = {"task": task, "domain": item.domain, "split": item.split}
-    if isinstance(item, SentenceItem):
-        prompt = sentence_prompt(task, item, shots, with_label=settings.rewrite_label)
-        target = item.rewrite if task == "rewriting" else gold_label(task, item)
-        meta |= {
-            "level": "sentence",
-            "sentence": item.sentence,
-            "abnormal": item.abnormal,
-            "ambiguous": item.ambiguous,
-            "ambiguity_kind": item.ambiguity_kind,
-        }
-    else:
-        prompt = report_prompt(task, item, shots)
-        meta["level"] = "report"
-        if task == "codes":
-            codes = {o: item.codes.get(o, "absent") for o in CHEXPERT_OBSERVATIONS}
-            meta["codes"] = {o: settings.absent_as if v == "absent" else v for o, v in codes.items()}
-            target = None
-        else:
-            target = item.impression
-            meta["findings"] = findings_of(item)
+def _sample(entry: MedEvalTask, item: Item, shots: Shots, settings: MedEvalSettings) -> Sample:
+    prompt, target, fields = entry.sample_parts(item, shots, settings)
+    meta: JSON = {"task": entry.name, "domain": item.domain, "split": item.split} | fields
     return Sample(id=item.id, input=prompt, target=target, metadata=meta)
 
 
 def scorers_for(task: TaskName, rule: QualifiedRule = "paper") -> tuple[Scorer, ...]:
-    if task in ("abnormality", "ambiguity"):
-        return (LabelAccuracy(task, rule),)
-    if task == "codes":
-        return (CodeAccuracy(),)
-    if task == "rewriting":
-        return (TextOverlap("rewriting", "bleu"),)
-    return (TextOverlap("summarization", "rougeL"),)
+    return (TASK_TABLE[task].scorer(rule),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,32 +130,31 @@ def medeval_task(
 ) -> Task:
     """The task for one arm: the ``settings.split`` items ``task`` can use, prompted with the
     examples the settings ask for (drawn from the train split)."""
+    entry = TASK_TABLE[task]
     train = [x for x in items if x.split == "train"]
-    shots, shot_ids = _shots(task, train, settings)
-    tested = [x for x in items if x.split == settings.split and eligible(task, x)]
+    shots, shot_ids = _shots(entry, train, settings)
+    tested = [x for x in items if x.split == settings.split and entry.eligible(x)]
     if not tested:
         raise UserError(f"{task}: no {settings.split} item has what the task needs")
-    samples = [_sample(task, x, shots, settings) for x in tested]
+    samples = [_sample(entry, x, shots, settings) for x in tested]
     params: JSON = {
         "task": task,
-        "level": "sentence" if task in SENTENCE_TASKS else "report",
+        "level": entry.level,
         "shots": len(shots.lines),
         "paper_examples": settings.paper_examples,
         "shot_ids": shot_ids,
         "shot_seed": settings.seed,
         "split": settings.split,
         "splits": split_info or {},
-        "absent_as": settings.absent_as if task == "codes" else None,
-        "qualified_rule": settings.qualified if task in ("abnormality", "ambiguity") else None,
-        "rewrite_label": settings.rewrite_label if task == "rewriting" else None,
+        **entry.params(settings),
         "context_policy": "drop",
-        "paper_shots": PAPER_SHOTS[task],
+        "paper_shots": entry.paper_shots,
     }
     return Task(
         name=f"medeval-{task}",
         load=lambda: list(samples),
         prompt=PromptTemplate(user="{input}"),
-        scorers=scorers_for(task, settings.qualified),
+        scorers=(entry.scorer(settings.qualified),),
         generation=settings.generation,
         context_policy=PromptLength(),
         data_files=list(data_files),

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from clinieval import __version__
+from clinieval.benchmarks.medeval.answers import CodeAnswers, LabelAnswers
 from clinieval.benchmarks.medeval.baselines.classifiers import Labels, new_classifier
-from clinieval.benchmarks.medeval.data import split_leakage
-from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem, Split
-from clinieval.benchmarks.medeval.parsing import LABELS
-from clinieval.benchmarks.medeval.prompts import TaskName, gold_label
-from clinieval.benchmarks.medeval.task import Item, MedEvalSettings, eligible, medeval_task
+from clinieval.benchmarks.medeval.items import TASKS, ReportItem, Split, TaskName
+from clinieval.benchmarks.medeval.splits import split_leakage
+from clinieval.benchmarks.medeval.task import Item, MedEvalSettings, medeval_task
+from clinieval.benchmarks.medeval.task_table import SUMMARIZATION, TASK_TABLE
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.runs import SUMMARY, RunDir, append_record, build_manifest
@@ -32,31 +32,34 @@ from clinieval.sample_record import SampleRecord
 from clinieval.summary import summarize
 from clinieval.types import JSON, Message, ModelOutput
 
-CLASSIFIED: tuple[TaskName, ...] = ("abnormality", "ambiguity", "codes")
+CLASSIFIED: tuple[TaskName, ...] = tuple(t for t in TASKS if TASK_TABLE[t].answers.classified() is not None)
 """Tasks a trained classifier answers (rewriting has no baseline; summaries get the lead sentence)."""
 
 
+def _classified(task: TaskName) -> LabelAnswers | CodeAnswers:
+    answers = TASK_TABLE[task].answers.classified()
+    if answers is None:
+        raise UserError(f"no trained baseline for {task}; the classified tasks are {', '.join(CLASSIFIED)}")
+    return answers
+
+
 def heads_of(task: TaskName) -> tuple[str, ...]:
-    return CHEXPERT_OBSERVATIONS if task == "codes" else (task,)
+    return _classified(task).heads(task)
 
 
 def example(task: TaskName, item: Item, absent_as: str) -> tuple[str, Labels]:
     """The text a baseline reads and its gold labels (one per head)."""
-    if isinstance(item, SentenceItem):
-        return item.sentence, (gold_label(task, item),)
-    codes = tuple(item.codes.get(o, "absent") for o in CHEXPERT_OBSERVATIONS)
-    return item.text, tuple(absent_as if c == "absent" else c for c in codes)
+    return _classified(task).example(item, absent_as)
 
 
 def answer_text(task: TaskName, labels: Labels) -> str:
     """A prediction written as the task asks an LLM to answer."""
-    if task == "codes":
-        return ", ".join(f"({o}, {v})" for o, v in zip(CHEXPERT_OBSERVATIONS, labels, strict=True))
-    return labels[0]
+    return _classified(task).answer_text(labels)
 
 
 def _split(task: TaskName, items: Sequence[Item], split: str) -> list[Item]:
-    return [x for x in items if x.split == split and eligible(task, x)]
+    entry = TASK_TABLE[task]
+    return [x for x in items if x.split == split and entry.eligible(x)]
 
 
 def data_hash(texts: Sequence[str], labels: Sequence[Labels]) -> str:
@@ -69,18 +72,7 @@ def data_hash(texts: Sequence[str], labels: Sequence[Labels]) -> str:
 
 def test_metrics(task: TaskName, gold: Sequence[Labels], predicted: Sequence[Labels]) -> JSON:
     """The baseline's own test numbers: accuracy and macro-F1, or average accuracy and exact match."""
-    from clinieval.benchmarks.medeval.analysis import macro_f1
-
-    if task == "codes":
-        per = [
-            sum(a == b for a, b in zip(g, p, strict=True)) / len(g)
-            for g, p in zip(gold, predicted, strict=True)
-        ]
-        exact = [float(g == p) for g, p in zip(gold, predicted, strict=True)]
-        return {"average_accuracy": 100 * sum(per) / len(per), "exact_match": 100 * sum(exact) / len(exact)}
-    g, p = [x[0] for x in gold], [x[0] for x in predicted]
-    accuracy = 100 * sum(a == b for a, b in zip(g, p, strict=True)) / len(g)
-    return {"accuracy": accuracy, "macro_f1": 100 * macro_f1(g, p, LABELS[task])}
+    return _classified(task).test_metrics(gold, predicted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +97,7 @@ def train_baseline(
 ) -> Trained:
     """Fit ``kind`` on the train split, test it, save it under ``out/models`` and its arm under
     ``out/arms``."""
-    if task not in CLASSIFIED:
-        raise UserError(f"no trained baseline for {task}; the classified tasks are {', '.join(CLASSIFIED)}")
+    _classified(task)
     train, test = _split(task, items, "train"), _split(task, items, "test")
     if not train or not test:
         raise UserError(
@@ -163,10 +154,10 @@ def lead_sentence_arm(items: Sequence[Item], out: Path) -> Path:
     """The extractive summary baseline: each test report's first FINDINGS sentence as its summary."""
     from clinieval.benchmarks.medeval.sections import split_sentences
 
-    tested = [x for x in _split("summarization", items, "test") if isinstance(x, ReportItem)]
+    tested = [x for x in _split(SUMMARIZATION.name, items, "test") if isinstance(x, ReportItem)]
     answers = {x.id: (split_sentences(x.findings) or [x.findings])[0] for x in tested}
     identity = {"kind": "lead-sentence", "rule": "the first sentence of the FINDINGS section"}
-    return write_baseline_arm("summarization", items, answers, "baseline:lead-sentence", identity, out)
+    return write_baseline_arm(SUMMARIZATION.name, items, answers, "baseline:lead-sentence", identity, out)
 
 
 def write_baseline_arm(

@@ -93,7 +93,7 @@ def _count(value: object, what: str) -> int:
 def build_corpus(seed: int = 0, sentences: int = 2000, reports: int = 1000) -> SyntheticCorpus:
     """``sentences`` labelled sentences and ``reports`` coded reports over the six domains of
     :mod:`.domains`, deterministic by ``seed`` (module docstring). Splits are left empty: the
-    task assigns seeded 7:1:2 ones, grouped and de-duplicated (:func:`~..data.assign_splits`)."""
+    task assigns seeded 7:1:2 ones, grouped and de-duplicated (:func:`~..splits.assign_splits`)."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UserError(f"the seed must be a whole number, not {seed!r}")
     n_sent, n_rep = _count(sentences, "sentences"), _count(reports, "reports")

@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from clinieval.benchmarks.medeval.data import FOOT_ANKLE
 from clinieval.benchmarks.medeval.items import CHEST, CHEXPERT_OBSERVATIONS, FOOT_ANKLE_CODES
+from clinieval.benchmarks.medeval.tables import FOOT_ANKLE
 
 __all__ = ["DOMAINS", "SLOTS", "Domain", "Finding", "Normal", "domain_codes"]
 
