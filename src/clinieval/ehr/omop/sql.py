@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import functools
 import gzip
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +83,25 @@ def csv_sql(f: Path) -> str:
     )
 
 
+def _dated(c: Callable[[str], str], key: str, row_id: str, timestamp: str, day: str) -> list[str]:
+    """The first inner columns of a dated table: the person (``pid``), the row's id as text and as a
+    number (``<key>id``, ``<key>num``), its timestamp and date (``ts``, ``d``) and whether either
+    was present but unreadable (``bad``). ``c`` reads a column of the table (NULL when absent)."""
+    return [
+        f"{id_sql(c('person_id'))} AS pid",
+        f"{id_sql(row_id)} AS {key}id",
+        f"TRY_CAST({row_id} AS DOUBLE) AS {key}num",
+        f"{ts_sql(timestamp)} AS ts",
+        f"{date_sql(day)} AS d",
+        f"({bad_sql(timestamp, ts_sql(timestamp))} OR {bad_sql(day, date_sql(day))}) AS bad",
+    ]
+
+
+def _time_order(key: str) -> list[str]:
+    """A dated table's rows in time order (a date alone counts as its midnight), then by row id."""
+    return ["coalesce(s.ts, CAST(s.d AS TIMESTAMP))", f"s.{key}num", f"s.{key}id"]
+
+
 @dataclass(frozen=True, slots=True)
 class Select:
     """One table's typed SELECT, with how many outer and ordering columns it has."""
@@ -149,13 +168,7 @@ class TableSql:
     def visit(self) -> Select:
         c = functools.partial(self.col, "visit_occurrence")
         inner = [
-            f"{id_sql(c('person_id'))} AS pid",
-            f"{id_sql(c('visit_occurrence_id'))} AS vid",
-            f"TRY_CAST({c('visit_occurrence_id')} AS DOUBLE) AS vnum",
-            f"{ts_sql(c('visit_start_datetime'))} AS ts",
-            f"{date_sql(c('visit_start_date'))} AS d",
-            f"({bad_sql(c('visit_start_datetime'), ts_sql(c('visit_start_datetime')))} OR "
-            f"{bad_sql(c('visit_start_date'), date_sql(c('visit_start_date')))}) AS bad",
+            *_dated(c, "v", c("visit_occurrence_id"), c("visit_start_datetime"), c("visit_start_date")),
             f"{ts_sql(c('visit_end_datetime'))} AS ets",
             f"{date_sql(c('visit_end_date'))} AS ed",
             f"TRY_CAST({c('visit_concept_id')} AS BIGINT) AS cid",
@@ -174,20 +187,13 @@ class TableSql:
             "s.src",
         ]
         joins = ["LEFT JOIN _concept c ON c.concept_id = s.cid"]
-        order = ["coalesce(s.ts, CAST(s.d AS TIMESTAMP))", "s.vnum", "s.vid"]
-        return self._query("visit_occurrence", inner, outer, joins, order)
+        return self._query("visit_occurrence", inner, outer, joins, _time_order("v"))
 
     def event(self, spec: EventTable) -> Select:
         t = spec.table
         c = functools.partial(self.col, t)
         inner = [
-            f"{id_sql(c('person_id'))} AS pid",
-            f"{id_sql(c(spec.id_col))} AS rid",
-            f"TRY_CAST({c(spec.id_col)} AS DOUBLE) AS rnum",
-            f"{ts_sql(c(spec.datetime))} AS ts",
-            f"{date_sql(c(spec.date))} AS d",
-            f"({bad_sql(c(spec.datetime), ts_sql(c(spec.datetime)))} OR "
-            f"{bad_sql(c(spec.date), date_sql(c(spec.date)))}) AS bad",
+            *_dated(c, "r", c(spec.id_col), c(spec.datetime), c(spec.date)),
             f"TRY_CAST({c(spec.concept)} AS BIGINT) AS cid",
             f"TRY_CAST({c(spec.source_concept)} AS BIGINT) AS scid",
             f"CAST({c(spec.source_value)} AS VARCHAR) AS src",
@@ -243,19 +249,12 @@ class TableSql:
                 f"any_value(CAST({cs('care_site_name')} AS VARCHAR)) AS name FROM raw_care_site "
                 "GROUP BY ALL) cs ON cs.csid = s.csid"
             )
-        order = ["coalesce(s.ts, CAST(s.d AS TIMESTAMP))", "s.rnum", "s.rid"]
-        return self._query(t, inner, outer, joins, order)
+        return self._query(t, inner, outer, joins, _time_order("r"))
 
     def note(self) -> Select:
         c = functools.partial(self.col, "note")
         inner = [
-            f"{id_sql(c('person_id'))} AS pid",
-            f"{id_sql(c('note_id'))} AS nid",
-            f"TRY_CAST({c('note_id')} AS DOUBLE) AS nnum",
-            f"{ts_sql(c('note_datetime'))} AS ts",
-            f"{date_sql(c('note_date'))} AS d",
-            f"({bad_sql(c('note_datetime'), ts_sql(c('note_datetime')))} OR "
-            f"{bad_sql(c('note_date'), date_sql(c('note_date')))}) AS bad",
+            *_dated(c, "n", c("note_id"), c("note_datetime"), c("note_date")),
             f"CAST({c('note_title')} AS VARCHAR) AS title",
             f"TRY_CAST({c('note_type_concept_id')} AS BIGINT) AS tcid",
             f"TRY_CAST({c('note_class_concept_id')} AS BIGINT) AS ccid",
@@ -277,5 +276,4 @@ class TableSql:
             "LEFT JOIN _concept tc ON tc.concept_id = s.tcid AND s.tcid <> 0",
             "LEFT JOIN _concept cc ON cc.concept_id = s.ccid AND s.ccid <> 0",
         ]
-        order = ["coalesce(s.ts, CAST(s.d AS TIMESTAMP))", "s.nnum", "s.nid"]
-        return self._query("note", inner, outer, joins, order)
+        return self._query("note", inner, outer, joins, _time_order("n"))
