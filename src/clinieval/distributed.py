@@ -40,7 +40,7 @@ from clinieval.datasets import ENV_DATA_DIR
 from clinieval.errors import UserError, one_of
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import CachedCalls, Executor, evaluate_item
+from clinieval.runner import Executor, ItemLoop, ItemWork
 from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import Scorer
 from clinieval.task import PromptTemplate, Task
@@ -240,7 +240,8 @@ class Worker:
     """The Ray actor: builds the task and the model once, then evaluates the items it is sent.
 
     Its methods are coroutines, so Ray runs it as an async actor: the items the driver keeps in
-    flight on it share one event loop and one model, as the coroutines of a local run do."""
+    flight on it share one event loop and one model, as the coroutines of a local run do, and
+    each goes through the runner's :class:`ItemLoop`, the per-item work a local run does."""
 
     def __init__(self, job: WorkerJob) -> None:
         self._job = job
@@ -260,15 +261,15 @@ class Worker:
     async def evaluate(self, sample: Sample, repeat: int) -> ItemResult:
         assert self._task is not None and self._model is not None, "setup() first"
         store = _Collector()
-        calls = CachedCalls(self._model, store)
+        loop = ItemLoop(self._task, self._model, store)
         try:
-            record = await evaluate_item(self._task, calls, sample, repeat)
+            record = await loop.record(sample, repeat)
         except Exception as e:
             return ItemResult(None, failure=_failure(e, f"evaluating sample {sample.id!r} repeat {repeat}"))
         encoded = record.to_dict()
         del encoded["sample"]
         entries = tuple((key, kind, value) for key, (kind, value) in store.entries.items())
-        return ItemResult(encoded, entries, calls.requests)
+        return ItemResult(encoded, entries, loop.requests)
 
     async def close(self) -> None:
         if self._model is not None:
@@ -412,28 +413,20 @@ class RayExecutor:
 
     # --- the Executor protocol ---------------------------------------------------------------------
 
-    async def evaluate(
-        self,
-        task: Task,
-        model: Model,
-        store: RequestStore,
-        items: Sequence[tuple[Sample, int]],
-        n_workers: int,
-        finish: Callable[[SampleRecord], Awaitable[None]],
-    ) -> int:
-        """Send ``items`` to the workers, ``n_workers`` in flight on each; as results stream back,
-        store their answers and write their records, and only then refill the workers, so a kill
-        loses at most the items in flight. A worker's failure stops the run once every item that
-        came back with it is written."""
-        self._check_same(task, model)
-        window = _Window(self._ray, self._placed, max(1, n_workers), deque(items))
+    async def evaluate(self, work: ItemWork) -> int:
+        """Send the items to the workers, ``work.n_workers`` in flight on each; as results stream
+        back, store their answers and write their records, and only then refill the workers, so a
+        kill loses at most the items in flight. A worker's failure stops the run once every item
+        that came back with it is written."""
+        self._check_same(work.task, work.model)
+        window = _Window(self._ray, self._placed, max(1, work.n_workers), deque(work.items))
         requests = 0
         try:
             while window.busy:
                 window.fill()
                 returned = window.take(await window.ready())
                 good = [(sample, result) for sample, result, error in returned if error is None]
-                requests += await _finish_all(good, store, finish)
+                requests += await _finish_all(good, work.store, work.finish)
                 failure = next((error for _, _, error in returned if error is not None), None)
                 if failure is not None:
                     raise failure

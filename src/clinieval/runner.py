@@ -7,7 +7,9 @@ its record is written, so a kill at any moment loses at most the requests that w
 
 Who evaluates the items is an :class:`Executor`: this process (:class:`LocalExecutor`), or
 workers elsewhere (clinieval.distributed) that send back records and answers for this process
-alone to write, so resume, caching and kill semantics do not depend on where the work ran.
+alone to write, so resume, caching and kill semantics do not depend on where the work ran. The
+work on one item is written once, :class:`ItemLoop`, and every executor runs it: the local one
+over the run's cache, a Ray worker over a store that collects the answers for the driver.
 """
 
 from __future__ import annotations
@@ -201,6 +203,31 @@ async def run_each(items: Sequence[_T], n_workers: int, handle: Callable[[_T], A
         raise
 
 
+class ItemLoop:
+    """The per-item work of a run, written once for every executor: each (sample, repeat) goes
+    through :func:`evaluate_item` over one request store, and the model requests that store did
+    not answer are counted.
+
+    :class:`LocalExecutor` runs one over the run's cache for all its coroutines; a Ray worker
+    (clinieval.distributed) runs one per item over a store that collects the item's answers for
+    the driver to keep. Either way the record, its scores and the cache keys are the same."""
+
+    __slots__ = ("calls", "task")
+
+    def __init__(self, task: Task, model: Model, store: RequestStore) -> None:
+        self.task = task
+        self.calls = CachedCalls(model, store)
+
+    @property
+    def requests(self) -> int:
+        """Model requests made so far (answers the store already held are not requests)."""
+        return self.calls.requests
+
+    async def record(self, sample: Sample, repeat: int) -> SampleRecord:
+        """The scored record of one (sample, repeat)."""
+        return await evaluate_item(self.task, self.calls, sample, repeat)
+
+
 async def evaluate_item(task: Task, calls: CachedCalls, sample: Sample, repeat: int) -> SampleRecord:
     """One (sample, repeat): fit the context, ask the model (through the cache), score."""
     policy = task.context_policy
@@ -363,9 +390,8 @@ async def execute(
         with bar:
             # On the first error the executor stops every worker before the writer closes:
             # nothing is written after a failure, and in-flight work is re-asked on the next run.
-            requests = await (executor or LocalExecutor()).evaluate(
-                task, model, writer, todo, n_workers, finish
-            )
+            work = ItemWork(task, model, writer, todo, n_workers, finish)
+            requests = await (executor or LocalExecutor()).evaluate(work)
         writer.close()
     except BaseException:
         if writer is not None:
@@ -387,46 +413,46 @@ async def execute(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ItemWork:
+    """What a run hands its executor: the pending (sample, repeat) items, the task and model
+    they go through, the run's request store, how many items each worker may have in flight,
+    and ``finish``, which writes a finished record (it returns once the record is written)."""
+
+    task: Task
+    model: Model
+    store: RequestStore
+    items: Sequence[tuple[Sample, int]]
+    n_workers: int
+    finish: Callable[[SampleRecord], Awaitable[None]]
+
+
 class Executor(Protocol):
-    """Evaluates pending (sample, repeat) items and hands each finished record to ``finish``,
+    """Evaluates a run's pending items and hands each finished record to ``work.finish``,
     awaiting it (it returns once the record is written) before taking on more work.
 
-    Every model request goes through ``store`` (look up before asking, keep what was answered):
-    an executor whose work runs elsewhere brings the answers back and puts them there, because
-    only this process writes the run folder and the cache."""
+    Every model request goes through ``work.store`` (look up before asking, keep what was
+    answered): an executor whose work runs elsewhere brings the answers back and puts them
+    there, because only this process writes the run folder and the cache."""
 
-    async def evaluate(
-        self,
-        task: Task,
-        model: Model,
-        store: RequestStore,
-        items: Sequence[tuple[Sample, int]],
-        n_workers: int,
-        finish: Callable[[SampleRecord], Awaitable[None]],
-    ) -> int:
-        """Evaluate ``items``, at most ``n_workers`` at a time; return the model requests made."""
+    async def evaluate(self, work: ItemWork) -> int:
+        """Evaluate ``work.items``, at most ``work.n_workers`` at a time per worker; return the
+        model requests made."""
         ...
 
 
 class LocalExecutor:
-    """Evaluates in this process, ``n_workers`` coroutines sharing the model."""
+    """Evaluates in this process: ``n_workers`` coroutines sharing the model and one
+    :class:`ItemLoop`, each writing its record before it takes the next item."""
 
-    async def evaluate(
-        self,
-        task: Task,
-        model: Model,
-        store: RequestStore,
-        items: Sequence[tuple[Sample, int]],
-        n_workers: int,
-        finish: Callable[[SampleRecord], Awaitable[None]],
-    ) -> int:
-        calls = CachedCalls(model, store)
+    async def evaluate(self, work: ItemWork) -> int:
+        loop = ItemLoop(work.task, work.model, work.store)
 
         async def one(item: tuple[Sample, int]) -> None:
-            await finish(await evaluate_item(task, calls, *item))
+            await work.finish(await loop.record(*item))
 
-        await run_each(items, n_workers, one)
-        return calls.requests
+        await run_each(work.items, work.n_workers, one)
+        return loop.requests
 
 
 @runtime_checkable
