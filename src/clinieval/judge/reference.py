@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict
-from clinieval.judge.verdict import label_line, section, yes_no_verdict
+from clinieval.judge.verdict import section
+from clinieval.judge.verdict_yes_no import label_line, yes_no_verdict
 from clinieval.sample_record import SampleRecord
 from clinieval.scoring.choices import option_lines
 from clinieval.types import Message

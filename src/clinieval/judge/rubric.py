@@ -19,15 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from clinieval.judge.verdict import (
-    VerdictParseError,
-    check_range,
-    final_json_object,
-    json_field,
-    read_number,
-    score_verdict,
-    yes_no_verdict,
-)
+from clinieval.judge.verdict import VerdictParseError, check_range, read_number, score_verdict
+from clinieval.judge.verdict_json import final_json_object, json_field
+from clinieval.judge.verdict_yes_no import yes_no_verdict
 from clinieval.sample_record import SampleRecord
 from clinieval.types import Message
 
@@ -69,7 +63,7 @@ class Rubric(Protocol):
 
 def extract_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]:
     """The reply's final verdict object: the last object that has every ``required`` key (any
-    case), not one nested in another (:func:`clinieval.judge.verdict.final_json_object`).
+    case), not one nested in another (:func:`clinieval.judge.verdict_json.final_json_object`).
 
     Judges wrap JSON in ```json fences, prose before and after, or echo the requested format
     first (not JSON, so never read); a verdict corrected by a later object is not read, and a key

@@ -22,15 +22,19 @@ reference rubric):
 
 Nothing here knows a benchmark: a benchmark passes in what is its own (the worked example its
 one-shot prompt shows, the header that starts a new item).
+
+This module states the principle and holds what every reader shares (:data:`Reason`,
+:class:`VerdictParseError`, the tolerated markup, :func:`read_number`) with the line-based
+readers: numbered scores (``Doctor N: X points``), one labelled score (``Score: N``) and a labelled
+section (the rationale). The yes/no reader is :mod:`clinieval.judge.verdict_yes_no`, the JSON
+object reader :mod:`clinieval.judge.verdict_json`.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Literal, get_args
@@ -92,6 +96,9 @@ MARK = r"[*_`]{0,3}"
 
 COLON = "[:\uff1a]"
 """A colon, ASCII or full-width."""
+
+PLACEHOLDER = re.compile(r"<[^<>\n]*>")
+"""A placeholder of the requested format (``<yes or no>``, ``<1-5>``): the format echoed, not a value."""
 
 _NUM = r"[+-]?\d+(?:[.,]\d+)?"
 _GAP = r"[ \t]*+(?:[*_`]{1,3}[ \t]*+)?"  # spaces and markup, possessive: no backtracking over long runs
@@ -156,7 +163,6 @@ _RATIONALE_HEADER = re.compile(
     rf"{MARK}[ \t]*{COLON}"
 )
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
-_PLACEHOLDER = re.compile(r"<[^<>\n]*>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,123 +421,6 @@ def _copies(fmt: NumberedFormat, reading: NumberedReading, scores: list[int], ec
 
 
 # --------------------------------------------------------------------------------------------
-# Yes/no verdicts
-
-_YN_MARKUP = re.compile(r"[*_`#>\"'\u201c\u201d\u2018\u2019]+")
-_FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)")
-_NOT_A_VERDICT = re.compile(
-    r"^(?:no\s+(?:doubt|way|one|matter|longer|problem|question|wonder|need|worries|more|less)"
-    r"|yes\s+and|no\s+and|yes\s+or|no\s+or)\b",
-    re.IGNORECASE,
-)
-_HEDGE = re.compile(r"\b(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", re.IGNORECASE)
-_FINAL_WORD = re.compile(r"(?<![\w\"'\u201c\u201d\u2018\u2019])(yes|no)[.!]?\s*$", re.IGNORECASE)
-_YES_NO = re.compile(r"\b(?:yes|no)\b", re.IGNORECASE)
-_BARE = re.compile(r"\W*(yes|no)\W*", re.IGNORECASE)
-
-VERDICT_LABELS = r"(?:final\s+)?(?:answer|verdict|conclusion|judg(?:e)?ment|decision|response)"
-"""The labels a yes/no verdict line may carry when the prompt declares none."""
-
-
-def label_line(labels: str) -> re.Pattern[str]:
-    """A line ``LABEL: value`` (markup, any case, a colon of either width or ``-``); group 1 is
-    the value."""
-    return re.compile(rf"(?im)^[^\w\n]*{labels}{MARK}[ \t]*(?:{COLON}|-)[ \t]*(.*)$")
-
-
-def _opening_word(text: str) -> bool | None:
-    """The verdict a text opens with: ``Yes.``, ``no, because …`` — not ``No doubt, …``."""
-    bare = _YN_MARKUP.sub("", text).lstrip()
-    if _NOT_A_VERDICT.match(bare):
-        return None
-    m = _FIRST_WORD.match(bare)
-    if m is None:
-        return None
-    word = m.group(1).lower()
-    return True if word == "yes" else False if word == "no" else None
-
-
-def _one_yes_no(found: set[bool], where: str) -> bool:
-    if len(found) == 1:
-        return found.pop()
-    if found:
-        raise VerdictParseError(f"{where} says both yes and no", "conflict")
-    raise VerdictParseError(f"no yes/no verdict in {where}", "no_verdict")
-
-
-def yes_no_value(value: str) -> bool:
-    """The yes or no of one verdict block (a labelled line's value): read where it opens and
-    where it ends, which must agree; the format echoed (``<yes or no>``) or a hedge is unparsed."""
-    if _PLACEHOLDER.search(value) and _YES_NO.search(value):
-        raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is the format, echoed", "not_a_verdict")
-    if _HEDGE.search(_YN_MARKUP.sub("", value)):
-        raise VerdictParseError("the output hedges between yes and no", "conflict")
-    found: set[bool] = set()
-    first = _opening_word(value)
-    if first is not None:
-        found.add(first)
-    final = _FINAL_WORD.search(_YN_MARKUP.sub("", value).rstrip())
-    if final is not None:
-        found.add(final.group(1).lower() == "yes")
-    if not found:
-        raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is not yes or no", "not_a_verdict")
-    return _one_yes_no(found, "the verdict")
-
-
-def _whole_reply_yes_no(text: str) -> bool:
-    """A reply without a labelled verdict is one block: its opening word, lines that are only
-    yes or no, and an unquoted final word must agree."""
-    if _HEDGE.search(_YN_MARKUP.sub("", text)):
-        raise VerdictParseError("the output hedges between yes and no", "conflict")
-    found: set[bool] = set()
-    first = _opening_word(text)
-    if first is not None:
-        found.add(first)
-    for line in text.splitlines():
-        if _BARE.fullmatch(line):
-            verdict = _opening_word(line)
-            if verdict is not None:
-                found.add(verdict)
-    final = _FINAL_WORD.search(text.rstrip())
-    if final is not None:
-        found.add(final.group(1).lower() == "yes")
-    return _one_yes_no(found, "the output")
-
-
-def yes_no_verdict(
-    text: str, labels: str = VERDICT_LABELS, *, unlabelled: bool = True, name: str = "Verdict"
-) -> bool:
-    """A yes/no verdict: the value of the reply's last labelled line that holds a yes or no.
-
-    Earlier labelled lines (an echoed format, a verdict corrected later) are not read. Without a
-    labelled line, ``unlabelled`` reads the whole reply as one block (a prompt that asks for a bare
-    "yes" or "no"); otherwise only a reply that is just "yes" or "no" is a verdict.
-    """
-    if not text.strip():
-        raise VerdictParseError("empty judge output", "empty")
-    values = [m.group(1) for m in label_line(labels).finditer(text)]
-    worded = [v for v in values if _YES_NO.search(v)]
-    if worded:
-        return yes_no_value(worded[-1])
-    if unlabelled:
-        try:
-            return _whole_reply_yes_no(text)
-        except VerdictParseError as e:
-            if e.reason != "no_verdict" or not values:
-                raise
-            # a labelled line without yes or no ("Answer: (B)"), and no verdict anywhere else
-            raise VerdictParseError(
-                f"the verdict {values[-1].strip()[:40]!r} is not yes or no", "not_a_verdict"
-            ) from e
-    if values:
-        raise VerdictParseError(f"the verdict {values[-1].strip()[:40]!r} is not yes or no", "not_a_verdict")
-    bare = _BARE.fullmatch(text.strip())
-    if bare is None:
-        raise VerdictParseError(f"no '{name}: yes|no' line in the output", "no_verdict")
-    return bare.group(1).lower() == "yes"
-
-
-# --------------------------------------------------------------------------------------------
 # One labelled score: "Score: 4", "score = 3/5"
 
 _FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
@@ -601,172 +490,21 @@ def section(text: str, label: str, *, stop: re.Pattern[str] | None = None) -> st
     return rest or None
 
 
-# --------------------------------------------------------------------------------------------
-# JSON verdict objects
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``start``; braces inside quoted strings are skipped."""
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
-
-
-def _balanced_objects(text: str) -> Iterator[tuple[int, int]]:
-    """Every balanced ``{...}`` span (start, end) in reading order (enclosing before enclosed)."""
-    start = text.find("{")
-    while start != -1:
-        end = _matching_brace(text, start)
-        if end is not None:
-            yield start, end + 1
-        start = text.find("{", start + 1)
-
-
-def _norm_key(key: str) -> str:
-    return key.strip().lower()
-
-
-class _Object(dict[str, Any]):
-    """A parsed JSON object that remembers the keys it was given twice with different values."""
-
-    twice: tuple[str, ...] = ()
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
-    obj = _Object()
-    seen: dict[str, Any] = {}
-    twice: list[str] = []
-    for key, value in pairs:
-        norm = _norm_key(key) if isinstance(key, str) else key
-        if norm in seen and seen[norm] != value:
-            twice.append(str(key))
-        seen[norm] = value
-        obj[key] = value
-    obj.twice = tuple(twice)
-    return obj
-
-
-def _python_twice(span: str) -> tuple[str, ...]:
-    """Keys of a Python-style dict literal given twice with different values (top level)."""
-    try:
-        node = ast.parse(span, mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return ()
-    if not isinstance(node, ast.Dict):
-        return ()
-    seen: dict[str, str] = {}
-    twice = []
-    for key, value in zip(node.keys, node.values, strict=True):
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            norm, dumped = _norm_key(key.value), ast.dump(value)
-            if seen.setdefault(norm, dumped) != dumped:
-                twice.append(key.value)
-    return tuple(twice)
-
-
-def as_mapping(span: str) -> _Object | None:
-    """A span read as a JSON object, or as a Python dict literal (single quotes, True/False)."""
-    try:
-        value = json.loads(span, strict=False, object_pairs_hook=_pairs)  # strict=False: raw newlines
-    except (ValueError, RecursionError):  # not JSON, an integer over 4,300 digits, or nested too deep
-        if len(span) > 20_000:
-            return None
-        try:
-            literal = ast.literal_eval(span)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # TypeError: {[1]: 2}
-            return None
-        if not isinstance(literal, dict):
-            return None
-        value = _Object(literal)
-        value.twice = _python_twice(span)
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        return None
-    return value if isinstance(value, _Object) else _Object(value)
-
-
-def final_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]:
-    """The reply's final verdict object: the last object (not one nested in another) that holds
-    every ``required`` key (any case), each once.
-
-    An echo of the requested format (``"C1": <true|false>``) is not JSON, so it is never read; a
-    verdict the judge corrected with a later complete object is not read either, while a later
-    fragment (``{"score": 5}`` quoted in prose) is no verdict and does not displace it. A key of
-    the verdict given twice with different values is unparsed (a JSON reader would silently keep
-    the last).
-    """
-    if not text.strip():
-        raise VerdictParseError("empty judge output", "empty")
-    wanted = {_norm_key(k) for k in required}
-    found_any = False
-    candidates: list[tuple[int, int, _Object]] = []
-    for start, end in _balanced_objects(text):
-        obj = as_mapping(text[start:end])
-        if obj is None:
-            continue
-        found_any = True
-        if wanted <= {_norm_key(k) for k in obj}:
-            candidates.append((start, end, obj))
-    if not found_any:
-        raise VerdictParseError("no JSON object in the output", "no_verdict")
-    if not candidates:
-        raise VerdictParseError(f"no JSON object with all of {', '.join(required)}", "missing")
-    outer = [
-        c for c in candidates if not any(o[0] <= c[0] and c[1] <= o[1] and o is not c for o in candidates)
-    ]
-    *_, obj = outer[-1]
-    twice = [k for k in obj.twice if not wanted or _norm_key(k) in wanted]
-    if twice:
-        raise VerdictParseError(f"the verdict gives {twice[0]!r} twice with different values", "conflict")
-    return dict(obj)
-
-
-def json_field(obj: Mapping[str, Any], name: str) -> Any:
-    """``obj[name]`` matched case-insensitively; VerdictParseError when absent."""
-    wanted = _norm_key(name)
-    for key, value in obj.items():
-        if _norm_key(key) == wanted:
-            return value
-    raise VerdictParseError(f"missing field {name!r}", "missing")
-
-
 __all__ = [
     "COLON",
     "ECHO_RUN",
     "MARK",
+    "PLACEHOLDER",
     "REASONS",
-    "VERDICT_LABELS",
     "NumberedFormat",
     "NumberedReading",
     "Reason",
     "VerdictParseError",
     "check_range",
-    "final_json_object",
-    "json_field",
-    "label_line",
     "locate_numbered",
     "numbered_scores",
     "read_number",
     "score_marker",
     "score_verdict",
     "section",
-    "yes_no_value",
-    "yes_no_verdict",
 ]
