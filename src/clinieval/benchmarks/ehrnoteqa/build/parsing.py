@@ -10,8 +10,9 @@ reason (``generated.jsonl``, ``build_summary.json``), never drops it silently.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "ChoicesReply",
@@ -21,6 +22,9 @@ __all__ = [
     "parse_choices_reply",
     "parse_question_reply",
 ]
+
+
+_Reply = TypeVar("_Reply", "QuestionReply", "ChoicesReply")
 
 
 class ReplyParseError(ValueError):
@@ -97,6 +101,38 @@ def _is_placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER.match(value))
 
 
+def _first_item(
+    text: str,
+    end_label: re.Pattern[str],
+    missing: tuple[tuple[str, str], tuple[str, str]],
+    read: Callable[[str, re.Match[str], re.Match[str]], _Reply],
+) -> _Reply:
+    """The first item of a reply that ``read`` accepts, or the reason none was.
+
+    An item runs from a ``Question`` label to the first ``end_label`` after it; a later
+    ``Question`` label before that is the item's own (``Here is a question: - Question : …``).
+    ``read(t, question_label, end_label)`` raises :class:`ReplyParseError` for an item it rejects,
+    and the next item is tried. ``missing`` is the (code, detail) of a reply with no ``Question``
+    label, then of a question with no ``end_label`` after it (which ends the search).
+    """
+    if not text.strip():
+        raise ReplyParseError("empty", "the reply is empty")
+    t = _markup_free(text)
+    no_question, no_end = missing
+    code, detail = no_question
+    for q in _QUESTION.finditer(t):
+        end = end_label.search(t, q.end())
+        if end is None:
+            raise ReplyParseError(*no_end)
+        if _QUESTION.search(t, q.end(), end.start()):
+            continue
+        try:
+            return read(t, q, end)
+        except ReplyParseError as e:
+            code, detail = e.code, e.detail
+    raise ReplyParseError(code, detail)
+
+
 def parse_question_reply(text: str) -> QuestionReply:
     """Read step 1's ``- Question : … - Answer : … - Reason : …``.
 
@@ -105,29 +141,23 @@ def parse_question_reply(text: str) -> QuestionReply:
     prompt's own ``[Your Question]`` echoed; the answer runs to the ``Reason`` label (optional:
     a missing reason is ''), the reason to the end. Raises :class:`ReplyParseError` otherwise.
     """
-    if not text.strip():
-        raise ReplyParseError("empty", "the reply is empty")
-    t = _markup_free(text)
-    code, detail = "no_question", "no 'Question :' label in the reply"
-    for q in _QUESTION.finditer(t):
-        a = _ANSWER.search(t, q.end())
-        if a is None:
-            code, detail = "no_answer", "no 'Answer :' label after the question"
-            break
-        if _QUESTION.search(t, q.end(), a.start()):
-            continue  # "Here is a question: - Question : …": the later label is the item
-        question = _value(t[q.end() : a.start()])
-        if not question or _is_placeholder(question):
-            code, detail = "empty_question", "the 'Question :' label has no question after it"
-            continue
-        r = _REASON.search(t, a.end())
-        answer = _value(t[a.end() : r.start() if r else len(t)])
-        if not answer or _is_placeholder(answer):
-            code, detail = "empty_answer", "the 'Answer :' label has no answer after it"
-            continue
-        reason = _value(t[r.end() :], one_line=False) if r else ""
-        return QuestionReply(question, answer, reason)
-    raise ReplyParseError(code, detail)
+    missing = (
+        ("no_question", "no 'Question :' label in the reply"),
+        ("no_answer", "no 'Answer :' label after the question"),
+    )
+    return _first_item(text, _ANSWER, missing, _question_item)
+
+
+def _question_item(t: str, q: re.Match[str], a: re.Match[str]) -> QuestionReply:
+    question = _value(t[q.end() : a.start()])
+    if not question or _is_placeholder(question):
+        raise ReplyParseError("empty_question", "the 'Question :' label has no question after it")
+    r = _REASON.search(t, a.end())
+    answer = _value(t[a.end() : r.start() if r else len(t)])
+    if not answer or _is_placeholder(answer):
+        raise ReplyParseError("empty_answer", "the 'Answer :' label has no answer after it")
+    reason = _value(t[r.end() :], one_line=False) if r else ""
+    return QuestionReply(question, answer, reason)
 
 
 _OPTION_STYLES: dict[str, str] = {
@@ -210,31 +240,25 @@ def parse_choices_reply(text: str) -> ChoicesReply:
     ``valid_answer`` check fails and reviewers see the raw value); no question, no options or no
     ``Correct Answer`` label raise :class:`ReplyParseError`.
     """
-    if not text.strip():
-        raise ReplyParseError("empty", "the reply is empty")
-    t = _markup_free(text)
-    code, detail = "no_question", "no 'Question:' label in the reply"
-    for q in _QUESTION.finditer(t):
-        ca = _CORRECT.search(t, q.end())
-        if ca is None:
-            code, detail = "no_correct_answer", "no 'Correct Answer:' label after the question"
-            break
-        if _QUESTION.search(t, q.end(), ca.start()):
-            continue  # a later 'Question:' label is the item's
-        c = _CHOICES.search(t, q.end(), ca.start())
-        start = c.end() if c else q.end()
-        choices, first = _find_options(t[start : ca.start()])
-        if not choices:
-            code, detail = "no_options", "no lettered options (A: … E: …) before 'Correct Answer:'"
-            continue
-        question = _value(t[q.end() : c.start() if c else start + first])
-        if not question or _is_placeholder(question):
-            code, detail = "empty_question", "the 'Question:' label has no question after it"
-            continue
-        r = _REASON.search(t, ca.end())
-        segment = t[ca.end() : r.start() if r else len(t)].strip()
-        first_line, _, rest = segment.partition("\n")
-        answer_raw = _value(first_line)
-        reason = _value(t[r.end() :], one_line=False) if r else rest.strip()
-        return ChoicesReply(question, choices, _answer_letter(answer_raw, choices), answer_raw, reason)
-    raise ReplyParseError(code, detail)
+    missing = (
+        ("no_question", "no 'Question:' label in the reply"),
+        ("no_correct_answer", "no 'Correct Answer:' label after the question"),
+    )
+    return _first_item(text, _CORRECT, missing, _choices_item)
+
+
+def _choices_item(t: str, q: re.Match[str], ca: re.Match[str]) -> ChoicesReply:
+    c = _CHOICES.search(t, q.end(), ca.start())
+    start = c.end() if c else q.end()
+    choices, first = _find_options(t[start : ca.start()])
+    if not choices:
+        raise ReplyParseError("no_options", "no lettered options (A: … E: …) before 'Correct Answer:'")
+    question = _value(t[q.end() : c.start() if c else start + first])
+    if not question or _is_placeholder(question):
+        raise ReplyParseError("empty_question", "the 'Question:' label has no question after it")
+    r = _REASON.search(t, ca.end())
+    segment = t[ca.end() : r.start() if r else len(t)].strip()
+    first_line, _, rest = segment.partition("\n")
+    answer_raw = _value(first_line)
+    reason = _value(t[r.end() :], one_line=False) if r else rest.strip()
+    return ChoicesReply(question, choices, _answer_letter(answer_raw, choices), answer_raw, reason)
