@@ -5,6 +5,9 @@ and any layer below it, never one above. Benchmarks (``clinieval.benchmarks.<nam
 every shared layer, and one benchmark never imports another. No two modules import each other,
 directly or through others (lazy imports inside functions count: they hide cycles, not remove
 them). docs/architecture.md draws the same picture.
+
+The checker reads whatever package root it is given (the real one by default), so its own test
+feeds it small bad packages written to a temporary folder and sees each fault reported.
 """
 
 from __future__ import annotations
@@ -27,21 +30,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ehr",),
     ("context",),
     ("analysis",),
-    # execution: run directories, the request cache, the runner, summaries, re-scoring, runs as a table,
-    # fitting a run to its server, and what a finished run left failed
-    (
-        "cache",
-        "runs",
-        "run_writer",
-        "runner",
-        "distributed",
-        "summary",
-        "failures",
-        "server_fit",
-        "session",
-        "rescore",
-        "run_table",
-    ),
+    # execution, in its own order: the request cache, the run folder around it, the writer of
+    # records and answers into it, the runner (the per-item loop every executor runs, and the
+    # local executor), the Ray executor on that loop, what surrounds a run (fitting it to its
+    # server, summaries, what it left failed, re-scoring, runs as a table), one run end to end
+    ("cache",),
+    ("runs",),
+    ("run_writer",),
+    ("runner",),
+    ("distributed",),
+    ("summary", "failures", "server_fit", "rescore", "run_table"),
+    ("session",),
     ("judge",),
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site
@@ -55,12 +54,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 """Top-level names under ``clinieval`` (a module or a package), lowest layer first."""
 
 
-def _layer_of() -> dict[str, int]:
-    return {name: i for i, row in enumerate(LAYERS) for name in row}
+def _layer_of(layers: tuple[tuple[str, ...], ...] = LAYERS) -> dict[str, int]:
+    return {name: i for i, row in enumerate(layers) for name in row}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    """``root/models/base.py`` -> ``clinieval.models.base`` (``root`` is the ``clinieval`` folder)."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -76,9 +76,9 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports_of(path: Path) -> Iterator[tuple[int, str]]:
+def imports_of(path: Path, root: Path = PACKAGE) -> Iterator[tuple[int, str]]:
     """Every ``clinieval`` module that ``path`` imports (top level or inside functions)."""
-    module = module_name(path)
+    module = module_name(path, root)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -87,18 +87,16 @@ def imports_of(path: Path) -> Iterator[tuple[int, str]]:
                 # `from clinieval.x import y` may name a submodule y; count the deeper one when it exists
                 for alias in node.names:
                     deeper = f"{target}.{alias.name}"
-                    yield node.lineno, deeper if _exists(deeper) else target
+                    yield node.lineno, deeper if _exists(deeper, root) else target
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("clinieval"):
                     yield node.lineno, alias.name
 
 
-def _exists(module: str) -> bool:
+def _exists(module: str, root: Path = PACKAGE) -> bool:
     rel = Path(*module.split("."))
-    return (PACKAGE.parent / rel).with_suffix(".py").is_file() or (
-        PACKAGE.parent / rel / "__init__.py"
-    ).is_file()
+    return (root.parent / rel).with_suffix(".py").is_file() or (root.parent / rel / "__init__.py").is_file()
 
 
 def _top(module: str) -> str:
@@ -111,22 +109,23 @@ def _benchmark(module: str) -> str | None:
     return parts[2] if len(parts) > 2 and parts[1] == "benchmarks" else None
 
 
-def sources() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+def sources(root: Path = PACKAGE) -> list[Path]:
+    return sorted(root.rglob("*.py"))
 
 
-def layer_violations() -> list[str]:
-    layer = _layer_of()
+def layer_violations(root: Path = PACKAGE, layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """One line per import that points up, names a module in no layer, or crosses benchmarks."""
+    layer = _layer_of(layers)
     problems: list[str] = []
-    for path in sources():
-        here = module_name(path)
+    for path in sources(root):
+        here = module_name(path, root)
         own = layer.get(_top(here))
         if own is None:
             problems.append(f"{path}: {_top(here)!r} is in no layer; add it to LAYERS")
             continue
-        for line, target in imports_of(path):
+        for line, target in imports_of(path, root):
             theirs = layer.get(_top(target))
-            where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+            where = f"{path.relative_to(root.parent)}:{line}"
             if theirs is None:
                 problems.append(f"{where}: imports {target}, which is in no layer")
             elif theirs > own:
@@ -139,11 +138,12 @@ def layer_violations() -> list[str]:
     return problems
 
 
-def import_cycles() -> list[list[str]]:
+def import_cycles(root: Path = PACKAGE) -> list[list[str]]:
+    """Each cycle of imports (lazy ones included) as the modules along it, first one repeated last."""
     graph: dict[str, set[str]] = {}
-    for path in sources():
-        here = module_name(path)
-        graph.setdefault(here, set()).update(t for _, t in imports_of(path) if t != here)
+    for path in sources(root):
+        here = module_name(path, root)
+        graph.setdefault(here, set()).update(t for _, t in imports_of(path, root) if t != here)
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1 = on the stack, 2 = done
     stack: list[str] = []
@@ -202,6 +202,116 @@ def test_the_checker_catches_what_it_should(tmp_path: Path) -> None:
     assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.sample_record"
     assert _benchmark("clinieval.benchmarks.medalign.task") == "medalign"
     assert _benchmark("clinieval.task") is None
+
+
+# --- the checker on synthetic packages --------------------------------------------------------------
+
+GOOD: dict[str, str] = {
+    "errors.py": "class UserError(Exception): ...\n",
+    "models/base.py": "from clinieval.errors import UserError\n",
+    "scoring/scorers.py": "from ..models.base import UserError\n",
+    "cache.py": "import clinieval.errors\n",
+    "runs.py": "from clinieval.cache import RequestCache\n",
+    "runner.py": "from clinieval import runs\nfrom clinieval.scoring.scorers import Scorer\n",
+    "distributed.py": "from clinieval.runner import ItemLoop\n",
+    "session.py": "def run():\n    from clinieval.distributed import RayExecutor\n",
+    "benchmarks/__init__.py": "from clinieval.benchmarks import alpha, beta\n",
+    "benchmarks/alpha/__init__.py": "from clinieval.benchmarks.alpha.task import make\n",
+    "benchmarks/alpha/task.py": (
+        "from clinieval.runner import execute\nfrom clinieval.benchmarks.alpha import data\n"
+    ),
+    "benchmarks/alpha/data.py": "from clinieval.errors import UserError\nimport clinieval.benchmarks.alpha\n",
+    "benchmarks/beta/__init__.py": "def task():\n    from clinieval.session import run\n",
+    "cli/__init__.py": "from clinieval.benchmarks import alpha\nfrom clinieval.session import run\n",
+}
+"""A small package shaped like clinieval whose every import is allowed: down and sideways, lazy
+ones, relative ones, a package importing its own submodules and a submodule its package."""
+
+
+def write_package(tmp: Path, files: dict[str, str]) -> Path:
+    """``files`` (path under the package -> source) as a package ``clinieval`` in ``tmp``, with an
+    ``__init__.py`` in every folder; returns the package's root."""
+    root = tmp / "clinieval"
+    for name, text in {"__init__.py": "", **files}.items():
+        path = root / name
+        for folder in [path.parent, *path.parent.parents]:
+            if folder == root.parent:
+                break
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "__init__.py").touch()
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_good_package_passes(tmp_path: Path) -> None:
+    root = write_package(tmp_path, GOOD)
+    assert layer_violations(root) == []
+    assert import_cycles(root) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "expected"),
+    [
+        (
+            "scoring/scorers.py",
+            "from clinieval.runner import execute\n",
+            f"clinieval/scoring/scorers.py:1: clinieval.scoring.scorers (layer {_layer_of()['scoring']}) "
+            "imports clinieval.runner",
+        ),
+        (
+            "scoring/lazy.py",
+            "def f():\n    from ..cli import main\n",
+            f"clinieval/scoring/lazy.py:2: clinieval.scoring.lazy (layer {_layer_of()['scoring']}) "
+            "imports clinieval.cli",
+        ),
+        (  # inside the execution layer: the run folder may not reach up to the runner
+            "runs.py",
+            "from clinieval.runner import execute\n",
+            f"clinieval/runs.py:1: clinieval.runs (layer {_layer_of()['runs']}) imports clinieval.runner",
+        ),
+        (  # nor the runner to the Ray executor built on it
+            "runner.py",
+            "import clinieval.distributed\n",
+            f"clinieval/runner.py:1: clinieval.runner (layer {_layer_of()['runner']}) "
+            "imports clinieval.distributed",
+        ),
+        (
+            "benchmarks/alpha/data.py",
+            "from clinieval.benchmarks.beta import task\n",
+            "clinieval/benchmarks/alpha/data.py:1: benchmark alpha imports benchmark beta",
+        ),
+        ("mystery.py", "", "'mystery' is in no layer; add it to LAYERS"),
+    ],
+)
+def test_each_bad_import_is_reported(tmp_path: Path, name: str, source: str, expected: str) -> None:
+    root = write_package(tmp_path, {**GOOD, name: source})
+    problems = layer_violations(root)
+    assert len(problems) == 1, problems
+    assert expected in problems[0]
+
+
+def test_a_cycle_through_a_lazy_import_is_reported(tmp_path: Path) -> None:
+    """Sideways imports in one layer break no layer rule: only the cycle check can see this one."""
+    cyclic = {
+        "models/http.py": "from clinieval.models.pool import Pool\n",
+        "models/pool.py": "def make():\n    from clinieval.models import http\n",
+    }
+    root = write_package(tmp_path, {**GOOD, **cyclic})
+    assert layer_violations(root) == []
+    assert import_cycles(root) == [
+        ["clinieval.models.http", "clinieval.models.pool", "clinieval.models.http"]
+    ]
+
+
+def test_a_cycle_across_layers_is_reported_as_both(tmp_path: Path) -> None:
+    root = write_package(tmp_path, {**GOOD, "cache.py": "def f():\n    import clinieval.session\n"})
+    assert [p.split(": ", 1)[1] for p in layer_violations(root)] == [
+        f"clinieval.cache (layer {_layer_of()['cache']}) imports clinieval.session "
+        f"(layer {_layer_of()['session']}), a higher layer"
+    ]
+    [cycle] = import_cycles(root)
+    assert cycle[0] == cycle[-1] and len(cycle) == 6
+    assert set(cycle) == {f"clinieval.{m}" for m in ("cache", "session", "distributed", "runner", "runs")}
 
 
 @pytest.mark.parametrize("name", [row for layer in LAYERS for row in layer if row != "clinieval"])
