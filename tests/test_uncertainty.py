@@ -13,19 +13,18 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.power import TTestPower
 
-from clinieval.analysis import uncertainty
+from clinieval.analysis import subgroups, uncertainty
+from clinieval.analysis.subgroups import chi_square_independence, subgroup_chi_square
 from clinieval.analysis.uncertainty import (
     UndefinedStatisticError,
     bonferroni,
     bootstrap_ci,
-    chi_square_independence,
     cluster_bootstrap_ci,
     mcnemar,
     minimum_detectable_difference,
     paired_bootstrap,
     paired_permutation_test,
     required_sample_size,
-    subgroup_chi_square,
 )
 from clinieval.errors import UserError
 
@@ -415,10 +414,10 @@ def test_weighted_subgroup_table_counts_each_item_once() -> None:
     shares = [1.0, 0.6, 0.2, 0.0]
     weights = [w for s in shares for w in (s, 1 - s)]
     sex = [v for v in ("F", "F", "M", "M") for _ in range(2)]
-    (test,) = uncertainty.subgroup_chi_square(outcome, {"sex": sex}, weights=weights)
+    (test,) = subgroups.subgroup_chi_square(outcome, {"sex": sex}, weights=weights)
     table = [[1.6, 0.4], [0.2, 1.8]]
     assert [list(r) for r in test.table] == [pytest.approx(r) for r in table]
     assert test.test.n == 4
     assert test.test.statistic == pytest.approx(stats.chi2_contingency(table, correction=False).statistic)
     with pytest.raises(UserError, match="weights has 3 values"):
-        uncertainty.subgroup_chi_square(outcome, {"sex": sex}, weights=[1, 1, 1])
+        subgroups.subgroup_chi_square(outcome, {"sex": sex}, weights=[1, 1, 1])

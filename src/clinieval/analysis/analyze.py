@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from clinieval.analysis import rank_agreement, uncertainty
+from clinieval.analysis import rank_agreement, subgroups, uncertainty
 from clinieval.analysis.analyze_context import JSON, AnalyzeOptions, Context, about, ranking_json
 from clinieval.analysis.analyze_human import human_section, judge_section
 from clinieval.analysis.rankings import ScoreTable
@@ -257,12 +257,12 @@ def _subgroup_section(ctx: Context) -> JSON:
         # an item counts once however many judge runs it had
         outcome = ["correct", "incorrect"] * len(rows)
         weights = [w for share in shares for w in (share, 1.0 - share)]
-        tests: list[uncertainty.SubgroupChiSquare] = []
+        tests: list[subgroups.SubgroupChiSquare] = []
         for attr in o.groups:
             values = [v for r in rows for v in [t.text(r, attr)] * 2]
             found = ctx.guard(
                 f"chi-square {model} by {attr}",
-                partial(uncertainty.subgroup_chi_square, outcome, {attr: values}, weights=weights),
+                partial(subgroups.subgroup_chi_square, outcome, {attr: values}, weights=weights),
             )
             tests.extend(found or [])
         adjusted = uncertainty.bonferroni([s.test.pvalue for s in tests])
