@@ -9,7 +9,7 @@ Who evaluates the items is an :class:`Executor`: this process (:class:`LocalExec
 workers elsewhere (clinieval.distributed) that send back records and answers for this process
 alone to write, so resume, caching and kill semantics do not depend on where the work ran. The
 work on one item is written once, :class:`ItemLoop`, and every executor runs it: the local one
-over the run's cache, a Ray worker over a store that collects the answers for the driver.
+over the run's request store, a Ray worker over a store that collects the answers for the driver.
 """
 
 from __future__ import annotations
@@ -208,9 +208,10 @@ class ItemLoop:
     through :func:`evaluate_item` over one request store, and the model requests that store did
     not answer are counted.
 
-    :class:`LocalExecutor` runs one over the run's cache for all its coroutines; a Ray worker
-    (clinieval.distributed) runs one per item over a store that collects the item's answers for
-    the driver to keep. Either way the record, its scores and the cache keys are the same."""
+    :class:`LocalExecutor` runs one over the run's store (its writer, in front of the cache) for
+    all its coroutines; a Ray worker (clinieval.distributed) runs one per item over a store that
+    collects the item's answers for the driver to keep. Either way the record, its scores and the
+    cache keys are the same."""
 
     __slots__ = ("calls", "task")
 
