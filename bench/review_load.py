@@ -70,13 +70,13 @@ LETTER = re.compile(r'<li id="answer-([A-Z]+)" class="answer"')
 
 def build_db(db: str, reviewers: int, items: int) -> None:
     """A fresh review database: reviewers r01.., one rank study, every item to two reviewers."""
-    from clinieval.review import store
+    from clinieval.review import accounts, assigning, importing, store
     from clinieval.review.items import AnswerIn, ReviewItem
 
     engine = store.init_db(db)
     try:
         for i in range(1, reviewers + 1):
-            store.add_user(engine, f"r{i:02d}", "reviewer", PASSWORD)
+            accounts.add_user(engine, f"r{i:02d}", "reviewer", PASSWORD)
         record = "Progress note. " * 400  # a 6,000-character record beside every item
         batch = [
             ReviewItem(
@@ -87,8 +87,8 @@ def build_db(db: str, reviewers: int, items: int) -> None:
             )
             for n in range(1, items + 1)
         ]
-        store.import_items(engine, STUDY, "rank", {}, batch)
-        store.assign(engine, STUDY, per_item=2, seed=0)
+        importing.import_items(engine, STUDY, "rank", {}, batch)
+        assigning.assign(engine, STUDY, per_item=2, seed=0)
     finally:
         engine.dispose()
 

@@ -365,7 +365,7 @@ def test_ratings_made_in_the_review_app_reach_the_judge_analysis(tmp_path: Path)
 
     from clinieval.benchmarks.automedeval.convert import write_set
     from clinieval.benchmarks.automedeval.data import load_set
-    from clinieval.review import store
+    from clinieval.review import accounts, assigning, importing, reviewing, store
     from tests.conftest import run_cli
 
     unrated = [replace(i, responses=tuple(replace(r, ratings={}) for r in i.responses))
@@ -377,22 +377,22 @@ def test_ratings_made_in_the_review_app_reach_the_judge_analysis(tmp_path: Path)
     db = str(tmp_path / "review.sqlite")
     engine = store.init_db(db)
     for name in ("ann", "bob"):
-        store.add_user(engine, name, "reviewer", f"{name}-password-1")
+        accounts.add_user(engine, name, "reviewer", f"{name}-password-1")
     from clinieval.review.items import read_items
 
-    store.import_items(engine, "auto", "rate", None, read_items(items_path))
-    store.assign(engine, "auto", per_item=2, seed=0)
+    importing.import_items(engine, "auto", "rate", None, read_items(items_path))
+    assigning.assign(engine, "auto", per_item=2, seed=0)
     # ann rates the first answer shown (a1) 5 on every scale and the others 2; bob gives 4 and 1
     given = {"ann": (5, 2), "bob": (4, 1)}
     for name, (top, low) in given.items():
-        who = store.verify_user(engine, name, f"{name}-password-1")
+        who = accounts.verify_user(engine, name, f"{name}-password-1")
         assert who is not None
-        for entry in store.reviewer_queue(engine, who):
+        for entry in reviewing.reviewer_queue(engine, who):
             scales = ("relevancy", "fluency", "correctness")
             payload = {
                 "answers": {k: dict.fromkeys(scales, top if k == "a1" else low) for k in ("a1", "a2", "a3")}
             }
-            store.save(engine, entry.id, who, payload, 0, submit=True)
+            reviewing.save(engine, entry.id, who, payload, 0, submit=True)
     exported = run_cli("review", "export", "--db", db, "--study", "auto", str(tmp_path / "export"))
     assert exported.returncode == 0, exported.stderr
     export = tmp_path / "export"

@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.app import check_host, create_app
 from clinieval.review.db import ACTIONS, Assignment, Audit, User, read_session
 from clinieval.review.items import AnswerIn, ReviewItem
@@ -79,10 +79,10 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("review") / "template.db"
     engine = store.init_db(path)
     for name, password in PASSWORDS.items():
-        store.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
+        accounts.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
     for kind, config in CONFIGS.items():
-        store.import_items(engine, f"{kind}-study", kind, config, items_for(kind))
-        store.assign(engine, f"{kind}-study", per_item=2, seed=11)
+        importing.import_items(engine, f"{kind}-study", kind, config, items_for(kind))
+        assigning.assign(engine, f"{kind}-study", per_item=2, seed=11)
     engine.dispose()  # the last connection's close checkpoints the WAL into the file
     return path
 
@@ -132,7 +132,7 @@ def uid(engine: Engine, name: str) -> int:
 
 def assignment_of(engine: Engine, name: str, study: str, item: str = "") -> int:
     entries = [
-        e for e in store.reviewer_queue(engine, uid(engine, name), study) if not item or e.item == item
+        e for e in reviewing.reviewer_queue(engine, uid(engine, name), study) if not item or e.item == item
     ]
     return entries[0].id
 
@@ -390,7 +390,7 @@ def test_admin_agreement_hides_model_names() -> None:
 def test_model_names_never_reach_the_browser(app_client: TestClient, engine: Engine) -> None:
     csrf = login(app_client, "ann")
     bodies = [app_client.get("/").text]
-    for entry in store.reviewer_queue(engine, uid(engine, "ann")):
+    for entry in reviewing.reviewer_queue(engine, uid(engine, "ann")):
         bodies.append(app_client.get(f"/a/{entry.id}").text)
         bodies.append(app_client.get(f"/a/{entry.id}/context?page=100").text)
         bodies.append(app_client.get(f"/a/{entry.id}/search?q=zebrafinch").text)

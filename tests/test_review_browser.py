@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 from sqlalchemy import Engine, select
 
-from clinieval.review import store
+from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.app import create_app
 from clinieval.review.db import ACTIONS, Assignment, Audit, User, read_session
+from clinieval.review.export import submitted_rows
 from clinieval.review.items import AnswerIn, ReviewItem
 
 try:
@@ -235,10 +236,10 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("review") / "template.sqlite"
     engine = store.init_db(path)
     for name, password in PASSWORDS.items():
-        store.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
+        accounts.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
     for (study, kind), items in study_items().items():
-        store.import_items(engine, study, kind, {}, items)
-        store.assign(engine, study, per_item=2, seed=SEED)
+        importing.import_items(engine, study, kind, {}, items)
+        assigning.assign(engine, study, per_item=2, seed=SEED)
     engine.dispose()  # the last close checkpoints the WAL into the file
     return path
 
@@ -257,7 +258,7 @@ class Site:
     def aid(self, user: str, study: str, item: str) -> int:
         with read_session(self.engine) as s:
             uid = s.scalars(select(User.id).where(User.name == user)).one()
-        return next(e.id for e in store.reviewer_queue(self.engine, uid, study) if e.item == item)
+        return next(e.id for e in reviewing.reviewer_queue(self.engine, uid, study) if e.item == item)
 
     def stored(self, aid: int) -> tuple[int, str, dict[str, Any] | None]:
         with read_session(self.engine) as s:
@@ -279,7 +280,9 @@ class Site:
 
     def exported(self, study: str, reviewer: str, item: str) -> dict[str, Any]:
         """The submitted payload with answers keyed by model (the export's mapping back)."""
-        rows = [r for r in store.export(self.engine, study) if (r["reviewer"], r["item"]) == (reviewer, item)]
+        rows = [
+            r for r in submitted_rows(self.engine, study) if (r["reviewer"], r["item"]) == (reviewer, item)
+        ]
         assert len(rows) == 1, f"{reviewer} has no submitted review of {item}"
         payload: dict[str, Any] = rows[0]["payload"]
         return payload
@@ -991,10 +994,10 @@ LONG_PROMPT: Final = (
 
 
 def test_the_queue_shows_a_preview_progress_and_where_to_start(site: Site, browsing: Browsing) -> None:
-    store.import_items(site.engine, "bridging", "rate", {}, [
+    importing.import_items(site.engine, "bridging", "rate", {}, [
         ReviewItem(item="b01", prompt=LONG_PROMPT, answers=(AnswerIn("a1", LLAMA, "Stop 48 hours before."),)),
     ])  # fmt: skip
-    store.assign(site.engine, "bridging", per_item=1, seed=SEED, reviewers=["dr-lee"])
+    assigning.assign(site.engine, "bridging", per_item=1, seed=SEED, reviewers=["dr-lee"])
     page = browsing.page()
     login(page, site, "dr-lee")
     expect(page.locator("#queue-progress")).to_contain_text("0 of 7 submitted")
@@ -1121,7 +1124,7 @@ def test_an_item_built_from_runs_shows_its_record(site: Site, browsing: Browsing
     ):
         done = run_cli(*args)
         assert done.returncode == 0, done.stderr
-    store.assign(site.engine, "from-runs", per_item=1, seed=SEED, reviewers=["dr-lee"])
+    assigning.assign(site.engine, "from-runs", per_item=1, seed=SEED, reviewers=["dr-lee"])
     page = browsing.page()
     login(page, site, "dr-lee")
     goto(page, site, f"/a/{site.aid('dr-lee', 'from-runs', 'q1')}")

@@ -31,7 +31,7 @@ from sqlalchemy import Engine, delete, inspect, select, text, update
 from typer.testing import CliRunner
 
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.app import create_app
 from clinieval.review.cli import review_app
 from clinieval.review.db import Assignment, User, read_session, write_session
@@ -57,9 +57,9 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("review") / "template.sqlite"
     engine = store.init_db(path)
     for name, password in PASSWORDS.items():
-        store.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
-    store.import_items(engine, "med", "rank", {}, items())
-    store.assign(engine, "med", per_item=2, seed=3)
+        accounts.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
+    importing.import_items(engine, "med", "rank", {}, items())
+    assigning.assign(engine, "med", per_item=2, seed=3)
     engine.dispose()
     return path
 
@@ -140,7 +140,7 @@ def test_a_copied_cookie_stops_working_after_logout(engine: Engine) -> None:
     assert first.post("/logout", data={"csrf_token": csrf}, follow_redirects=False).status_code == 303
     assert logged_in_as(first) is None
     assert logged_in_as(thief) is None
-    aid = store.reviewer_queue(engine, uid(engine, "ann"))[0].id
+    aid = reviewing.reviewer_queue(engine, uid(engine, "ann"))[0].id
     refused = thief.post(f"/a/{aid}", data={"csrf_token": csrf, "version": "0", "action": "save"})
     assert refused.status_code in (401, 403)
     assert stored_version(engine, aid) == 0
@@ -288,7 +288,7 @@ def test_the_secret_lives_in_a_0600_file_beside_the_database(tmp_path: Path) -> 
     old = os.umask(0)  # the most permissive umask: the files must still be private
     try:
         engine = store.init_db(path)
-        store.add_user(engine, "ann", "reviewer", PASSWORDS["ann"])  # a write: -wal and -shm exist now
+        accounts.add_user(engine, "ann", "reviewer", PASSWORDS["ann"])  # a write: -wal and -shm exist now
         secret = secret_path(engine.url)
         assert secret == path.with_name("review.sqlite.secret")
         for f in (path, secret, path.with_name("review.sqlite-wal"), path.with_name("review.sqlite-shm")):
@@ -481,12 +481,12 @@ def test_serve_with_allow_remote_sets_the_secure_flag(db: Path, tmp_path: Path) 
 def test_audit_rows_are_never_deleted_by_a_cascade(engine: Engine) -> None:
     foreign = inspect(engine).get_foreign_keys("audit")
     assert foreign and all((fk.get("options") or {}).get("ondelete") != "CASCADE" for fk in foreign)
-    ann = store.verify_user(engine, "ann", PASSWORDS["ann"])
+    ann = accounts.verify_user(engine, "ann", PASSWORDS["ann"])
     assert ann is not None
-    entry = store.reviewer_queue(engine, ann)[0]
+    entry = reviewing.reviewer_queue(engine, ann)[0]
     aid = entry.id
     payload = {"answers": {"a1": {"rank": 1}}}
-    store.save(engine, aid, ann, payload, 0, submit=False)
+    reviewing.save(engine, aid, ann, payload, 0, submit=False)
     with write_session(engine) as s:  # what removing a study or an item one day would do
         s.execute(delete(Assignment).where(Assignment.id == aid))
     with write_session(engine) as s:
@@ -514,10 +514,10 @@ def test_every_admin_action_and_save_is_audited_and_exported(tmp_path: Path) -> 
     assert invoke("assign", "--study", "med", "--per-item", "2", "--db", db).exit_code == 0
 
     engine = store.connect(db)
-    ann = store.verify_user(engine, "ann", "ann-secret-1")
+    ann = accounts.verify_user(engine, "ann", "ann-secret-1")
     assert ann is not None
-    entry = store.reviewer_queue(engine, ann)[0]
-    store.save(engine, entry.id, ann, {"answers": {"a1": {"rank": 1}}}, 0, submit=False)
+    entry = reviewing.reviewer_queue(engine, ann)[0]
+    reviewing.save(engine, entry.id, ann, {"answers": {"a1": {"rank": 1}}}, 0, submit=False)
     c = client(engine)
     assert try_login(c, "bob", "bob-secret-1").status_code == 303
 
@@ -582,16 +582,16 @@ def test_user_commands_and_their_errors(db: Path, engine: Engine) -> None:
     assert logged_in_as(ann) is None
 
     # removing a reviewer keeps what they saved and frees what they never opened
-    bob = store.verify_user(engine, "bob", PASSWORDS["bob"])
+    bob = accounts.verify_user(engine, "bob", PASSWORDS["bob"])
     assert bob is not None
-    first, _ = store.reviewer_queue(engine, bob)
-    store.save(engine, first.id, bob, {"answers": {"a1": {"rank": 1}}}, 0, submit=False)
+    first, _ = reviewing.reviewer_queue(engine, bob)
+    reviewing.save(engine, first.id, bob, {"answers": {"a1": {"rank": 1}}}, 0, submit=False)
     removed = invoke("user", "remove", "bob", "--db", str(db))
     assert removed.exit_code == 0, removed.output
     with read_session(engine) as s:
         left = s.scalars(select(Assignment.id).where(Assignment.user_id == bob.id)).all()
     assert list(left) == [first.id]
-    assert "bob" not in [u.name for u in store.list_users(engine)]
+    assert "bob" not in [u.name for u in accounts.list_users(engine)]
     again = invoke("user", "add", "bob", "--db", str(db), input="bob-pass-999\n")
     assert isinstance(again.exception, UserError) and "removed" in str(again.exception)
     twice = invoke("user", "remove", "bob", "--db", str(db))
@@ -639,9 +639,9 @@ def test_sessions_throttling_and_audit_on_postgres(
     assert secret_path(engine.url) == tmp_path / "pg.secret"
     assert stat.S_IMODE((tmp_path / "pg.secret").stat().st_mode) == 0o600
     for name in ("ann", "bob"):
-        store.add_user(engine, name, "reviewer", PASSWORDS[name])
-    store.import_items(engine, "med", "rank", {}, items())
-    store.assign(engine, "med", per_item=2, seed=3)
+        accounts.add_user(engine, name, "reviewer", PASSWORDS[name])
+    importing.import_items(engine, "med", "rank", {}, items())
+    assigning.assign(engine, "med", per_item=2, seed=3)
     first, copy = client(engine), client(engine)
     csrf = login(first, "ann")
     copy_cookie(first, copy)

@@ -2,7 +2,7 @@
 
 Real files throughout: MedAlign arms run against a local server, an EHRNoteQA build generated
 against it, a MedEval synthetic table and an AutoMedEval set written by the project's own writers.
-The round trips import, review as two clinicians through :func:`clinieval.review.store.save`,
+The round trips import, review as two clinicians through :func:`clinieval.review.reviewing.save`,
 export with the command, and hand the export to the benchmark's own command, checking numbers
 worked out by hand.
 """
@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import accounts, assigning, reviewing, store
 from clinieval.review.cli import make_review_app
 from clinieval.review.items import ReviewItem
 from clinieval.review.sources import (
@@ -44,17 +44,17 @@ def reviewers(db: str) -> Any:
     """A new review database with the reviewers ann and bob."""
     engine = store.init_db(db)
     for name, password in PASSWORD.items():
-        store.add_user(engine, name, "reviewer", password)
+        accounts.add_user(engine, name, "reviewer", password)
     return engine
 
 
 def review_all(engine: Any, name: str, payload: Callable[[str], dict[str, Any]]) -> int:
     """Submit ``payload(item)`` for every assignment of ``name``; how many were submitted."""
-    who = store.verify_user(engine, name, PASSWORD[name])
+    who = accounts.verify_user(engine, name, PASSWORD[name])
     assert who is not None
-    entries = store.reviewer_queue(engine, who)
+    entries = reviewing.reviewer_queue(engine, who)
     for entry in entries:
-        store.save(engine, entry.id, who, payload(entry.item), entry.version, submit=True)
+        reviewing.save(engine, entry.id, who, payload(entry.item), entry.version, submit=True)
     return len(entries)
 
 
@@ -245,7 +245,7 @@ def test_medalign_arms_round_trip_to_the_analysis(tmp_path: Path) -> None:
     assert "0 item(s) added, 2 already there" in ok(
         "review", "import", str(arms), "--study", "ma", "--db", db
     )
-    store.assign(engine, "ma", per_item=2, seed=0)
+    assigning.assign(engine, "ma", per_item=2, seed=0)
     later = sorted(samples)[1]
 
     def ranks(best: str) -> dict[str, Any]:
@@ -429,7 +429,7 @@ def test_ehrnoteqa_build_round_trip_to_build_import(tmp_path: Path) -> None:
     engine = reviewers(db)
     text = ok("review", "import", str(review_csv), str(notes), "--study", "qa", "--db", db)
     assert "read as ehrnoteqa-build: 2 question item(s)" in text
-    store.assign(engine, "qa", per_item=2, seed=0)
+    assigning.assign(engine, "qa", per_item=2, seed=0)
     revised_q = "Which anticoagulant was started in March 2150?"
     revision = {
         "decision": "revise",
@@ -508,7 +508,7 @@ def test_medeval_sentences_round_trip_to_a_sentence_table(tmp_path: Path) -> Non
     assert "read as medeval-sentences: 3 sentence item(s)" in ok(
         "review", "import", str(folder), "--study", "me", "--db", db
     )
-    store.assign(engine, "me", per_item=2, seed=0)
+    assigning.assign(engine, "me", per_item=2, seed=0)
     labels = {
         # s1: both say abnormal and ambiguous, same rewrite; s2: they differ; s3: a rewrite of an
         # unambiguous sentence, which MedEval does not keep

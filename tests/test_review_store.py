@@ -24,7 +24,7 @@ from clinieval.analysis import agreement as stats
 from clinieval.analysis.rank_agreement import inter_rater_kendall
 from clinieval.analysis.rankings import ScoreTable
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.agreement import study_agreement
 from clinieval.review.cli import review_app
 from clinieval.review.db import Assignment, Item, User, read_session
@@ -58,14 +58,14 @@ def db(tmp_path: Path) -> str:
 @pytest.fixture
 def team(db: str) -> Any:
     engine = store.connect(db)
-    store.add_user(engine, "boss", "admin", "boss-secret-0")
+    accounts.add_user(engine, "boss", "admin", "boss-secret-0")
     for name, pw in PASSWORDS.items():
-        store.add_user(engine, name, "reviewer", pw)
+        accounts.add_user(engine, name, "reviewer", pw)
     return engine
 
 
 def user(engine: Any, name: str) -> User:
-    found = store.verify_user(engine, name, PASSWORDS[name])
+    found = accounts.verify_user(engine, name, PASSWORDS[name])
     assert found is not None
     return found
 
@@ -137,20 +137,20 @@ def test_database_urls() -> None:
 
 
 def test_users_are_hashed_with_argon2_and_verified(team: Any, db: str) -> None:
-    ann = store.verify_user(team, "ann", "ann-secret-1")
+    ann = accounts.verify_user(team, "ann", "ann-secret-1")
     assert ann is not None and ann.role == "reviewer"
     assert ann.password_hash.startswith("$argon2id$") and "ann-secret-1" not in ann.password_hash
-    assert store.verify_user(team, "ann", "ann-secret-2") is None
-    assert store.verify_user(team, "nobody", "ann-secret-1") is None
+    assert accounts.verify_user(team, "ann", "ann-secret-2") is None
+    assert accounts.verify_user(team, "nobody", "ann-secret-1") is None
     with pytest.raises(UserError, match="'ann' already exists"):
-        store.add_user(team, "ann", "reviewer", "another-pw")
+        accounts.add_user(team, "ann", "reviewer", "another-pw")
     with pytest.raises(UserError, match="role 'owner' is unknown"):
-        store.add_user(team, "eve", "owner", "long-enough")
+        accounts.add_user(team, "eve", "owner", "long-enough")
     with pytest.raises(UserError, match="at least 8"):
-        store.add_user(team, "eve", "reviewer", "short")
+        accounts.add_user(team, "eve", "reviewer", "short")
     with pytest.raises(UserError, match="printable"):
-        store.add_user(team, " eve", "reviewer", "long-enough")
-    assert [u.name for u in store.list_users(team)] == ["ann", "bob", "boss", "cat", "dan"]
+        accounts.add_user(team, " eve", "reviewer", "long-enough")
+    assert [u.name for u in accounts.list_users(team)] == ["ann", "bob", "boss", "cat", "dan"]
 
 
 # --- items and import --------------------------------------------------------------------------------
@@ -190,25 +190,27 @@ def test_items_file_round_trips(tmp_path: Path) -> None:
 
 
 def test_import_adds_new_items_and_refuses_changed_ones(team: Any) -> None:
-    first = store.import_items(team, "med", "rank", {"ties": True}, [rank_item("q1"), rank_item("q2")])
+    first = importing.import_items(team, "med", "rank", {"ties": True}, [rank_item("q1"), rank_item("q2")])
     assert (first.added, first.unchanged, first.study_created) == (2, 0, True)
-    again = store.import_items(team, "med", "rank", None, [rank_item("q1"), rank_item("q3")])
+    again = importing.import_items(team, "med", "rank", None, [rank_item("q1"), rank_item("q3")])
     assert (again.added, again.unchanged, again.study_created) == (1, 1, False)
     with pytest.raises(UserError, match="item 'q2' is already in study 'med' with a different context"):
-        store.import_items(team, "med", "rank", None, [rank_item("q4"), rank_item("q2", context="changed")])
+        importing.import_items(
+            team, "med", "rank", None, [rank_item("q4"), rank_item("q2", context="changed")]
+        )
     with read_session(team) as s:  # all or nothing: q4 was not added either
         assert sorted(s.scalars(select(Item.key)).all()) == ["q1", "q2", "q3"]
     with pytest.raises(UserError, match="is a rank study; import into it with --kind rank"):
-        store.import_items(team, "med", "rate", None, [rank_item("q9")])
+        importing.import_items(team, "med", "rate", None, [rank_item("q9")])
     with pytest.raises(UserError, match="created with config"):
-        store.import_items(team, "med", "rank", {"ties": False}, [rank_item("q9")])
+        importing.import_items(team, "med", "rank", {"ties": False}, [rank_item("q9")])
     with pytest.raises(UserError, match="at least 2 answers"):
-        store.import_items(
+        importing.import_items(
             team, "other", "rank", None, [ReviewItem("q1", "p", answers=rank_item("x").answers[:1])]
         )
     leaky = ReviewItem("q1", "p", answers=(AnswerIn("gpt-4o", "gpt-4o", "t"), AnswerIn("a2", "m2", "t")))
     with pytest.raises(UserError, match="contains its model's name"):
-        store.import_items(team, "other", "rank", None, [leaky])
+        importing.import_items(team, "other", "rank", None, [leaky])
 
 
 # --- assignment --------------------------------------------------------------------------------------
@@ -228,10 +230,10 @@ def test_assignment_is_balanced_overlapping_seeded_and_skips_authors(tmp_path: P
     def build(name: str, seed: int) -> Any:
         engine = store.init_db(str(tmp_path / name))
         for reviewer, pw in PASSWORDS.items():
-            store.add_user(engine, reviewer, "reviewer", pw)
+            accounts.add_user(engine, reviewer, "reviewer", pw)
         items = [rank_item(f"q{i}", author="ANN" if i < 2 else None) for i in range(6)]  # case ignored
-        store.import_items(engine, "med", "rank", None, items)
-        counts = store.assign(engine, "med", per_item=2, seed=seed)
+        importing.import_items(engine, "med", "rank", None, items)
+        counts = assigning.assign(engine, "med", per_item=2, seed=seed)
         assert (counts.created, counts.items, counts.unmatched_authors) == (12, 6, [])
         # 12 assignments over 4 reviewers: exactly 3 each, although ann may take only 4 of the 6 items
         assert counts.per_reviewer == {"ann": 3, "bob": 3, "cat": 3, "dan": 3}
@@ -244,22 +246,22 @@ def test_assignment_is_balanced_overlapping_seeded_and_skips_authors(tmp_path: P
     assert not [r for r in rows if r[1] == "ann" and r[0] in ("q0", "q1")]
     for key, name, order in rows:
         assert sorted(order) == ["a1", "a2", "a3"]
-        assert list(order) == store.answer_order(7, name, key, ["a1", "a2", "a3"])
+        assert list(order) == assigning.answer_order(7, name, key, ["a1", "a2", "a3"])
     assert _assignments(build("b.sqlite", seed=7)) == rows  # same seed, same everything
     assert _assignments(build("c.sqlite", seed=8)) != rows
-    assert store.assign(engine, "med", per_item=2, seed=7).created == 0  # nothing twice
-    more = store.assign(engine, "med", per_item=3, seed=7)  # one more reviewer for every item
+    assert assigning.assign(engine, "med", per_item=2, seed=7).created == 0  # nothing twice
+    more = assigning.assign(engine, "med", per_item=3, seed=7)  # one more reviewer for every item
     assert more.created == 6 and sum(more.per_reviewer.values()) == 18
     with pytest.raises(UserError, match=r"item 'q\d' needs 1 more reviewer\(s\) but only 0 can take it"):
-        store.assign(engine, "med", per_item=4, seed=7)  # ann wrote q0 and q1: only 3 can review them
+        assigning.assign(engine, "med", per_item=4, seed=7)  # ann wrote q0 and q1: only 3 can review them
 
 
 def test_assign_reports_authors_who_are_not_users(team: Any) -> None:
-    store.import_items(team, "med", "rank", None, [rank_item("q1", author="Dr Who")])
-    counts = store.assign(team, "med", per_item=1, seed=0)
+    importing.import_items(team, "med", "rank", None, [rank_item("q1", author="Dr Who")])
+    counts = assigning.assign(team, "med", per_item=1, seed=0)
     assert counts.unmatched_authors == ["Dr Who"]
     with pytest.raises(UserError, match="'zed' is not a reviewer"):
-        store.assign(team, "med", per_item=1, seed=0, reviewers=["zed"])
+        assigning.assign(team, "med", per_item=1, seed=0, reviewers=["zed"])
 
 
 # --- saving ------------------------------------------------------------------------------------------
@@ -267,20 +269,20 @@ def test_assign_reports_authors_who_are_not_users(team: Any) -> None:
 
 @pytest.fixture
 def assigned(team: Any) -> tuple[Any, int, User]:
-    store.import_items(team, "med", "rank", None, [rank_item("q1")])
-    store.assign(team, "med", per_item=2, seed=3, reviewers=["ann", "bob"])
+    importing.import_items(team, "med", "rank", None, [rank_item("q1")])
+    assigning.assign(team, "med", per_item=2, seed=3, reviewers=["ann", "bob"])
     ann = user(team, "ann")
-    (entry,) = store.reviewer_queue(team, ann)
+    (entry,) = reviewing.reviewer_queue(team, ann)
     return team, entry.id, ann
 
 
 def test_view_is_blinded_and_in_the_reviewers_order(assigned: tuple[Any, int, User]) -> None:
     engine, aid, ann = assigned
-    view = store.assignment_view(engine, aid, ann)
-    assert [a.key for a in view.answers] == store.answer_order(3, "ann", "q1", ["a1", "a2", "a3"])
+    view = reviewing.assignment_view(engine, aid, ann)
+    assert [a.key for a in view.answers] == assigning.answer_order(3, "ann", "q1", ["a1", "a2", "a3"])
     assert "model-" not in repr(view)
     with pytest.raises(store.Forbidden):
-        store.assignment_view(engine, aid, user(engine, "bob"))
+        reviewing.assignment_view(engine, aid, user(engine, "bob"))
 
 
 def test_stale_save_is_refused_and_nothing_is_lost_and_every_change_is_audited(
@@ -288,24 +290,24 @@ def test_stale_save_is_refused_and_nothing_is_lost_and_every_change_is_audited(
 ) -> None:
     engine, aid, ann = assigned
     draft = {"answers": {"a1": {"rank": 1, "correct": True}}}
-    assert store.save(engine, aid, ann, draft, expected_version=0, submit=False) == 1
+    assert reviewing.save(engine, aid, ann, draft, expected_version=0, submit=False) == 1
     other_tab = {"answers": {"a1": {"rank": 2}}}
     with pytest.raises(store.StaleSave, match=r"version 1 is stored, your page has version 0.*NOT saved"):
-        store.save(engine, aid, ann, other_tab, expected_version=0, submit=False)
-    view = store.assignment_view(engine, aid, ann)
+        reviewing.save(engine, aid, ann, other_tab, expected_version=0, submit=False)
+    view = reviewing.assignment_view(engine, aid, ann)
     assert view.version == 1 and view.payload is not None
     assert view.payload["answers"]["a1"]["rank"] == 1  # the first save survived
     # an incomplete submission is refused by the kind, and nothing is written
     with pytest.raises(UserError, match=r"^Answer [ABC] has no response yet"):  # named as the page names it
-        store.save(engine, aid, ann, draft, expected_version=1, submit=True)
+        reviewing.save(engine, aid, ann, draft, expected_version=1, submit=True)
     final = rank_payload({"a1": 1, "a2": 2, "a3": 3}, {"a1": True, "a2": False, "a3": True})
-    assert store.save(engine, aid, ann, final, expected_version=1, submit=True) == 2
-    assert store.save(engine, aid, ann, final, expected_version=2, submit=True) == 2  # no change, no row
+    assert reviewing.save(engine, aid, ann, final, expected_version=1, submit=True) == 2
+    assert reviewing.save(engine, aid, ann, final, expected_version=2, submit=True) == 2  # no change, no row
     with pytest.raises(UserError, match="already submitted"):
-        store.save(engine, aid, ann, draft, expected_version=2, submit=False)
+        reviewing.save(engine, aid, ann, draft, expected_version=2, submit=False)
     with pytest.raises(store.Forbidden):
-        store.save(engine, aid, user(engine, "bob"), final, expected_version=2, submit=True)
-    trail = store.audit_trail(engine, aid)
+        reviewing.save(engine, aid, user(engine, "bob"), final, expected_version=2, submit=True)
+    trail = reviewing.audit_trail(engine, aid)
     assert [(a.action, a.old_version, a.new_version) for a in trail] == [("save", 0, 1), ("submit", 1, 2)]
     assert trail[0].old is None and trail[0].new is not None and trail[0].new["answers"]["a1"]["rank"] == 1
     assert trail[1].old == trail[0].new and trail[1].new is not None
@@ -326,7 +328,7 @@ def test_concurrent_saves_of_one_version_let_exactly_one_through(assigned: tuple
     def attempt(rank: int) -> None:
         barrier.wait()
         try:
-            store.save(
+            reviewing.save(
                 engine, aid, ann, {"answers": {"a1": {"rank": rank}}}, expected_version=0, submit=False
             )
             outcomes.append("saved")
@@ -339,7 +341,7 @@ def test_concurrent_saves_of_one_version_let_exactly_one_through(assigned: tuple
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["saved"] + ["stale"] * 5
-    assert len(store.audit_trail(engine, aid)) == 1
+    assert len(reviewing.audit_trail(engine, aid)) == 1
 
 
 @pytest.mark.parametrize(
@@ -408,16 +410,16 @@ BOB_OK = {"q1": "TFF", "q2": "TFT", "q3": "TTT"}
 
 @pytest.fixture
 def reviewed(team: Any) -> Any:
-    store.import_items(team, "med", "rank", None, [rank_item(k) for k in ("q1", "q2", "q3")])
-    store.assign(team, "med", per_item=2, seed=1, reviewers=["ann", "bob"])
+    importing.import_items(team, "med", "rank", None, [rank_item(k) for k in ("q1", "q2", "q3")])
+    assigning.assign(team, "med", per_item=2, seed=1, reviewers=["ann", "bob"])
     for name, ranks, oks in (("ann", ANN, ANN_OK), ("bob", BOB, BOB_OK)):
         reviewer = user(team, name)
-        for entry in store.reviewer_queue(team, reviewer):
+        for entry in reviewing.reviewer_queue(team, reviewer):
             r, ok = ranks[entry.item], oks[entry.item]
             payload = rank_payload(
                 {"a1": r[0], "a2": r[1], "a3": r[2]}, {f"a{i}": ok[i - 1] == "T" for i in (1, 2, 3)}
             )
-            store.save(team, entry.id, reviewer, payload, expected_version=0, submit=True)
+            reviewing.save(team, entry.id, reviewer, payload, expected_version=0, submit=True)
     return team
 
 
@@ -442,16 +444,16 @@ def test_agreement_matches_hand_computed_values_and_the_analysis_functions(revie
 
 
 def test_rate_agreement_uses_icc_and_alpha_and_exports_clinician_scores(team: Any, tmp_path: Path) -> None:
-    store.import_items(team, "r", "rate", {"scales": [{"name": "fluency", "label": "Fluency"}]}, [
+    importing.import_items(team, "r", "rate", {"scales": [{"name": "fluency", "label": "Fluency"}]}, [
         ReviewItem(f"q{i}", "p", answers=rank_item("x").answers[:1]) for i in range(4)
     ])  # fmt: skip
-    store.assign(team, "r", per_item=2, seed=0, reviewers=["ann", "bob"])
+    assigning.assign(team, "r", per_item=2, seed=0, reviewers=["ann", "bob"])
     scores = {"ann": [1, 2, 4, 5], "bob": [2, 2, 5, 4]}
     for name in ("ann", "bob"):
         who = user(team, name)
-        for entry in store.reviewer_queue(team, who):
+        for entry in reviewing.reviewer_queue(team, who):
             value = scores[name][int(entry.item[1:])]
-            store.save(team, entry.id, who, {"answers": {"a1": {"fluency": value}}}, 0, submit=True)
+            reviewing.save(team, entry.id, who, {"answers": {"a1": {"fluency": value}}}, 0, submit=True)
     out = export_study(team, "r", tmp_path / "r")
     assert out.extra == ("clinicians.csv",)
     # one scale, so a response's mean is its fluency: ann 1 2 4 5 -> 3, bob 2 2 5 4 -> 3.25
@@ -468,7 +470,7 @@ def test_rate_agreement_uses_icc_and_alpha_and_exports_clinician_scores(team: An
 
 
 def test_agreement_with_one_reviewer_is_undefined_not_an_error(team: Any) -> None:
-    store.import_items(team, "med", "rank", None, [rank_item("q1")])
+    importing.import_items(team, "med", "rank", None, [rank_item("q1")])
     result = study_agreement(team, "med")
     assert result["kendall_tau"] is None and result["undefined"]
 
@@ -533,7 +535,7 @@ def test_export_maps_models_back_hides_secrets_and_round_trips_through_analyze(
 
 
 def test_progress_counts(reviewed: Any) -> None:
-    p = store.progress(reviewed, "med")
+    p = assigning.progress(reviewed, "med")
     assert (p.items, p.assigned_items, p.complete_items) == (3, 3, 3)
     assert p.by_status == {"pending": 0, "draft": 0, "submitted": 6}
     assert p.per_reviewer["ann"]["submitted"] == 3
@@ -554,7 +556,7 @@ def test_cli_init_users_import_assign_export(tmp_path: Path) -> None:
     assert invoke("add-user", "bob", "--db", db, input="bob-secret-2\n").exit_code == 0
     bad_role = invoke("add-user", "eve", "--role", "root", "--db", db, input="long-enough\n")
     assert isinstance(bad_role.exception, UserError) and "role 'root'" in str(bad_role.exception)
-    assert store.verify_user(store.connect(db), "ann", "ann-secret-1") is not None
+    assert accounts.verify_user(store.connect(db), "ann", "ann-secret-1") is not None
 
     items = write_jsonl(
         tmp_path / "items.jsonl", [x.to_json() for x in (rank_item("q1", author="ann"), rank_item("q2"))]
@@ -614,17 +616,17 @@ def test_postgres_init_import_assign_save_export(
     engine = store.init_db(postgres_db_url)
     assert store.current_revision(store.connect(postgres_db_url)) == "0002"
     for name in ("ann", "bob"):
-        store.add_user(engine, name, "reviewer", PASSWORDS[name])
-    store.import_items(engine, "med", "rank", None, [rank_item("q1", author="ann"), rank_item("q2")])
-    counts = store.assign(engine, "med", per_item=1, seed=2)
+        accounts.add_user(engine, name, "reviewer", PASSWORDS[name])
+    importing.import_items(engine, "med", "rank", None, [rank_item("q1", author="ann"), rank_item("q2")])
+    counts = assigning.assign(engine, "med", per_item=1, seed=2)
     assert counts.created == 2
     bob = user(engine, "bob")
-    entry = next(e for e in store.reviewer_queue(engine, bob) if e.item == "q1")
+    entry = next(e for e in reviewing.reviewer_queue(engine, bob) if e.item == "q1")
     payload = rank_payload({"a1": 2, "a2": 1, "a3": 3}, {"a1": True, "a2": True, "a3": False})
-    assert store.save(engine, entry.id, bob, payload, 0, submit=True) == 1
+    assert reviewing.save(engine, entry.id, bob, payload, 0, submit=True) == 1
     with pytest.raises(store.StaleSave):
-        store.save(engine, entry.id, bob, payload, 0, submit=True)
-    assert [a.new_version for a in store.audit_trail(engine, entry.id)] == [1]
+        reviewing.save(engine, entry.id, bob, payload, 0, submit=True)
+    assert [a.new_version for a in reviewing.audit_trail(engine, entry.id)] == [1]
     result = export_study(engine, "med", tmp_path / "pg")
     assert (result.responses, result.rows) == (1, 3)
     row = json.loads((tmp_path / "pg" / "responses.jsonl").read_text())

@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from clinieval.analysis import agreement as stats
 from clinieval.benchmarks.automedeval.data import load_set
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.app import create_app
 from clinieval.review.cli import review_app
 from clinieval.review.items import AnswerIn, ReviewItem
@@ -89,7 +89,7 @@ def ok(*args: str | Path) -> str:
 def review_db(path: Path) -> Engine:
     engine = store.init_db(path)
     for name, password in PASSWORDS.items():
-        store.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
+        accounts.add_user(engine, name, "admin" if name == "admin" else "reviewer", password)
     return engine
 
 
@@ -119,7 +119,7 @@ def logged_in(engine: Engine, name: str, made: list[TestClient]) -> tuple[TestCl
 
 
 def uid(engine: Engine, name: str) -> int:
-    return next(u.id for u in store.list_users(engine) if u.name == name)
+    return next(u.id for u in accounts.list_users(engine) if u.name == name)
 
 
 def record_text(page: str) -> str:
@@ -145,10 +145,10 @@ def test_records_travel_with_items_built_from_runs(tmp_path: Path, clients: list
     ok("review", "import", items_file, "--study", "from-items", "--kind", "rate", "--db", db)
     ok("review", "import", *runs, "--study", "from-runs", "--db", db)  # the run folders themselves
     for study in studies:
-        store.assign(engine, study, per_item=1, seed=0, reviewers=["ann"])
+        assigning.assign(engine, study, per_item=1, seed=0, reviewers=["ann"])
     client, _ = logged_in(engine, "ann", clients)
     pages = 0
-    for entry in store.reviewer_queue(engine, uid(engine, "ann")):
+    for entry in reviewing.reviewer_queue(engine, uid(engine, "ann")):
         page = client.get(f"/a/{entry.id}")
         assert page.status_code == 200
         assert "No record is attached" not in page.text, (entry.study, entry.item)
@@ -189,16 +189,16 @@ def queue_items() -> dict[tuple[str, str], list[ReviewItem]]:
 def test_the_queue_previews_counts_and_says_where_to_start(tmp_path: Path, clients: list[TestClient]) -> None:
     engine = review_db(tmp_path / "review.sqlite")
     for (study, kind), items in queue_items().items():
-        store.import_items(engine, study, kind, None, items)
-        store.assign(engine, study, per_item=1, seed=3, reviewers=["ann"])
-    ann = store.verify_user(engine, "ann", PASSWORDS["ann"])
+        importing.import_items(engine, study, kind, None, items)
+        assigning.assign(engine, study, per_item=1, seed=3, reviewers=["ann"])
+    ann = accounts.verify_user(engine, "ann", PASSWORDS["ann"])
     assert ann is not None
-    entries = {e.item: e for e in store.reviewer_queue(engine, ann)}
+    entries = {e.item: e for e in reviewing.reviewer_queue(engine, ann)}
     done = {"answers": {"a1": {"relevancy": 4, "fluency": 4, "correctness": 4},
                         "a2": {"relevancy": 2, "fluency": 3, "correctness": 1}}}  # fmt: skip
-    store.save(engine, entries["t01"].id, ann, done, 0, submit=True)
-    store.save(engine, entries["t02"].id, ann, done, 0, submit=True)
-    store.save(engine, entries["t04"].id, ann, {"answers": {}}, 0, submit=False)
+    reviewing.save(engine, entries["t01"].id, ann, done, 0, submit=True)
+    reviewing.save(engine, entries["t02"].id, ann, done, 0, submit=True)
+    reviewing.save(engine, entries["t04"].id, ann, {"answers": {}}, 0, submit=False)
     client, _ = logged_in(engine, "ann", clients)
     page = client.get("/").text
 
@@ -281,14 +281,14 @@ def rated_study(
         )
         for i in range(1, 7)
     ]
-    store.import_items(engine, "rated", "rate", None, items)
-    store.assign(engine, "rated", per_item=2, seed=0, reviewers=list(reviewers))
+    importing.import_items(engine, "rated", "rate", None, items)
+    assigning.assign(engine, "rated", per_item=2, seed=0, reviewers=list(reviewers))
     for name, user in zip(("ann", "bob"), reviewers, strict=True):
         who = uid(engine, user)
-        for entry in store.reviewer_queue(engine, who, "rated"):
+        for entry in reviewing.reviewer_queue(engine, who, "rated"):
             i = int(entry.item[1:]) - 1
             payload = {"answers": {f"a{j + 1}": {s: RATINGS[s][name][i][j] for s in SCALES} for j in (0, 1)}}
-            store.save(engine, entry.id, who, payload, 0, submit=True)
+            reviewing.save(engine, entry.id, who, payload, 0, submit=True)
 
 
 def koo_li(value: float) -> str:

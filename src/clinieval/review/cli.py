@@ -67,8 +67,8 @@ def add_user(
     role: Annotated[str, typer.Option(help="admin or reviewer")] = "reviewer",
 ) -> None:
     """Add a user; the password is read from a hidden prompt (or stdin) and stored as an argon2 hash."""
+    from clinieval.review.accounts import add_user as add
     from clinieval.review.db import ROLES
-    from clinieval.review.store import add_user as add
     from clinieval.review.store import connect
 
     if role not in ROLES:
@@ -194,8 +194,9 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
             typer.Option("--from", help="the source that reads SOURCE (default: the one that recognises it)"),
         ] = None,
     ) -> None:
+        from clinieval.review.importing import import_items
         from clinieval.review.sources import pick_source, study_kind
-        from clinieval.review.store import connect, import_items, list_studies
+        from clinieval.review.store import connect, list_studies
         from clinieval.review.study_kinds import get_kind
 
         chosen = pick_source(known, source, from_)
@@ -235,7 +236,7 @@ def assign(
     ] = None,
 ) -> None:
     """Give each item to --per-item reviewers, evenly, never to the item's author."""
-    from clinieval.review.store import assign as run_assign
+    from clinieval.review.assigning import assign as run_assign
     from clinieval.review.store import connect
 
     counts = run_assign(connect(db), study, per_item, seed, reviewer)
@@ -253,8 +254,8 @@ def assign(
 def progress(db: Db, study: Study) -> None:
     """Where a study stands: assignments by status and per reviewer, and live agreement."""
     from clinieval.review.agreement import study_agreement
+    from clinieval.review.assigning import progress as study_progress
     from clinieval.review.store import connect
-    from clinieval.review.store import progress as study_progress
 
     engine = connect(db)
     p = study_progress(engine, study)

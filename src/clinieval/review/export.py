@@ -19,16 +19,18 @@ written beside its destination and moved into place whole.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import selectinload
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_csv, atomic_write_json, atomic_write_jsonl, staged_dir
 from clinieval.review import store
-from clinieval.review.db import read_session, utcnow
+from clinieval.review.db import Assignment, Item, User, read_session, utcnow
 from clinieval.review.study_kinds import get_kind
 
 FORMAT: Final = "clinieval-review-export/1"
@@ -55,6 +57,46 @@ def _check_target(out: Path) -> None:
         raise UserError(f"{out} is not empty and not an earlier review export; choose a new or empty folder")
 
 
+def _by_source(payload: dict[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
+    """A payload with its answer keys replaced by the models they came from."""
+    if "answers" not in payload:
+        return payload
+    return {**payload, "answers": {sources[k]: v for k, v in payload["answers"].items()}}
+
+
+def submitted_rows(engine: Engine, study: str) -> list[dict[str, Any]]:
+    """One row per submitted assignment (item order, then reviewer): item key,
+    reviewer name, the answers in the order shown (keys and models), the payload with answer keys
+    mapped back to models, version, submitted time, and the item's ``meta``. No password hash and
+    no session data exist in these rows."""
+    with read_session(engine) as s:
+        row = store.get_study(s, study)
+        assignments = s.execute(
+            select(Assignment, User.name)
+            .join(User, Assignment.user_id == User.id)
+            .join(Item, Assignment.item_id == Item.id)
+            .where(Assignment.study_id == row.id, Assignment.status == "submitted")
+            .options(selectinload(Assignment.item).selectinload(Item.answers))
+            .order_by(Item.id, User.name)
+        ).all()
+        out: list[dict[str, Any]] = []
+        for a, reviewer in assignments:
+            sources = {ans.key: ans.source for ans in a.item.answers}
+            out.append(
+                {
+                    "item": a.item.key,
+                    "reviewer": reviewer,
+                    "answer_order": list(a.answer_order),
+                    "models_shown": [sources[k] for k in a.answer_order],
+                    "payload": _by_source(a.payload or {}, sources),
+                    "version": a.version,
+                    "submitted_at": a.updated_at.isoformat(),
+                    "meta": a.item.meta,
+                }
+            )
+    return out
+
+
 def export_study(engine: Engine, study: str, out: Path) -> ExportResult:
     """Write ``responses.jsonl``, the kind's table and ``study.json`` into ``out`` (replacing an
     earlier export there, all at once)."""
@@ -62,7 +104,7 @@ def export_study(engine: Engine, study: str, out: Path) -> ExportResult:
         row = store.get_study(s, study)
         kind, config = get_kind(row.kind), dict(row.config)
     _check_target(out)
-    rows = store.export(engine, study)
+    rows = submitted_rows(engine, study)
     columns, table = kind.export_table(rows, config)
     name = kind.table
     with staged_dir(out, "the export folder") as tmp:

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy import Engine
 
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import accounts, assigning, store
 from clinieval.review.db import User
 from clinieval.review.web import agreement_view, data
 from clinieval.review.web.render import render
@@ -34,8 +34,8 @@ HIDDEN: Final = "[model hidden]"
 @router.get("/admin", response_class=HTMLResponse)
 def admin_home(request: Request, user: User = Depends(current_admin)) -> Response:
     engine = engine_of(request)
-    studies = [store.progress(engine, s.name) for s in store.list_studies(engine)]
-    users = store.list_users(engine)
+    studies = [assigning.progress(engine, s.name) for s in store.list_studies(engine)]
+    users = accounts.list_users(engine)
     return render(request, "admin.html", {"user": user, "studies": studies, "users": users})
 
 
@@ -43,7 +43,7 @@ def admin_home(request: Request, user: User = Depends(current_admin)) -> Respons
 def admin_study(request: Request, name: str, user: User = Depends(current_admin)) -> Response:
     engine = engine_of(request)
     try:
-        progress = store.progress(engine, name)
+        progress = assigning.progress(engine, name)
     except store.NotFound:
         raise NotFound("No study of that name.") from None
     tables, summary, note = agreement_tables(engine, name)

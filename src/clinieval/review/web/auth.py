@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from clinieval.review import sessions, store
+from clinieval.review import accounts, sessions
 from clinieval.review.web.render import render
 from clinieval.review.web.security import (
     client_address,
@@ -72,7 +72,7 @@ def _login(request: Request, name: object, password: object, target: object) -> 
             page = render(request, "login.html", {**context, "error": throttled_message(minutes)}, status=429)
             page.headers["Retry-After"] = str(minutes * 60)
             return page
-        user = store.verify_user(engine, name.strip(), password)
+        user = accounts.verify_user(engine, name.strip(), password)
         if user is None:
             sessions.note_failure(engine, name.strip(), address, settings.throttle)
         else:

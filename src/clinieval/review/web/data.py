@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from clinieval.review.db import Answer, Assignment, Item, Study, read_session
 from clinieval.review.items import excerpt
-from clinieval.review.store import letter
+from clinieval.review.reviewing import letter
 from clinieval.review.study_kinds import Measure, get_kind
 
 PREVIEW_CHARS: Final = 120

@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from clinieval.review.store import letter
+from clinieval.review.reviewing import letter
 from clinieval.review.study_kinds import get_kind
 from clinieval.review.web.security import csrf_token, optional_user
 

@@ -2,7 +2,7 @@
 
 A save runs in this order, and each step can stop it with a page that keeps what was typed:
 the study's kind turns the form into a payload and validates it (422 with the
-kind's message), then :func:`clinieval.review.store.save` writes it, committed before we answer,
+kind's message), then :func:`clinieval.review.reviewing.save` writes it, committed before we answer,
 or refuses it as stale (409: the page shows what is stored now and keeps the reviewer's values in
 the form, with the form's version moved to the stored one, so a second click saves them over it
 knowingly). Only then does the browser get a redirect to the saved page.
@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.datastructures import UploadFile
 
 from clinieval.errors import UserError
-from clinieval.review import store
+from clinieval.review import reviewing, store
 from clinieval.review.db import ACTIONS, User
 from clinieval.review.study_kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
 from clinieval.review.study_kinds.form_fields import FormData, one
@@ -78,7 +78,7 @@ async def save_item(request: Request, assignment_id: int, user: User = Depends(c
     names = {a.key: f"Answer {a.letter}" for a in view.answers}
     try:
         payload = kind.validate(raw, view, view.config, partial=action == "save", names=names)
-        store.save(engine_of(request), view.id, user, payload, version, submit=action == "submit")
+        reviewing.save(engine_of(request), view.id, user, payload, version, submit=action == "submit")
     except store.StaleSave:
         return _stale(request, user, view, state)
     except UserError as e:
