@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from clinieval.errors import UserError
 
@@ -39,6 +39,7 @@ __all__ = [
     "LabelScores",
     "MultiLabelReport",
     "MultiLabelScores",
+    "QualifiedReport",
     "accuracy",
     "classification_report",
     "label_scores",
@@ -90,15 +91,25 @@ class ClassificationScores:
     per_label: dict[str, LabelScores]
 
 
+_View = TypeVar("_View", "ClassificationScores", "MultiLabelScores")
+
+
 @dataclass(frozen=True, slots=True)
-class ClassificationReport:
-    """Qualified rate plus both views; ``qualified_only`` is ``None`` when nothing qualified."""
+class QualifiedReport(Generic[_View]):
+    """Qualified rate plus both views of one kind of scores (single-label or multi-label);
+    ``qualified_only`` is ``None`` when nothing qualified."""
 
     items: int
     qualified: int
     qualified_rate: float
-    unqualified_as_wrong: ClassificationScores
-    qualified_only: ClassificationScores | None
+    unqualified_as_wrong: _View
+    qualified_only: _View | None
+
+
+class ClassificationReport(QualifiedReport[ClassificationScores]):
+    """What :func:`classification_report` returns."""
+
+    __slots__ = ()
 
 
 def _check_aligned(gold: Sequence[object], predicted: Sequence[object]) -> None:
@@ -321,15 +332,10 @@ class MultiLabelScores:
     per_class_accuracy: dict[str, float]
 
 
-@dataclass(frozen=True, slots=True)
-class MultiLabelReport:
-    """Qualified rate plus both views; ``qualified_only`` is ``None`` when nothing qualified."""
+class MultiLabelReport(QualifiedReport[MultiLabelScores]):
+    """What :func:`multilabel_report` returns."""
 
-    items: int
-    qualified: int
-    qualified_rate: float
-    unqualified_as_wrong: MultiLabelScores
-    qualified_only: MultiLabelScores | None
+    __slots__ = ()
 
 
 def _check_multilabel(
