@@ -19,6 +19,7 @@ from clinieval.benchmarks.automedeval.cli.judge import analyze, demo, judge
 from clinieval.benchmarks.automedeval.cli.kb import kb_app
 from clinieval.benchmarks.automedeval.cli.sets import convert, review_items, review_ratings
 from clinieval.benchmarks.automedeval.cli.train import train
+from clinieval.cli_commands import with_option_groups
 from clinieval.cli_options import command_group
 
 app = command_group("AutoMedEval: judge a medical judge against physicians; build its training data.")
@@ -32,7 +33,7 @@ for _name, _command in (
     ("review-items", review_items),
     ("review-ratings", review_ratings),
 ):
-    app.command(_name)(_command)
+    app.command(_name)(with_option_groups(_command))
 app.add_typer(kb_app, name="kb")
 app.add_typer(build_app, name="build")
 

@@ -16,7 +16,8 @@ import typer
 
 from clinieval.benchmarks.automedeval.cli.options import Instances, KbChain, KbSearch, run_models
 from clinieval.benchmarks.automedeval.cli.quality import quality_app
-from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout, command_group
+from clinieval.cli_commands import Endpoints, with_option_groups
+from clinieval.cli_options import ShowProgress, command_group
 from clinieval.errors import UserError, one_of
 
 if TYPE_CHECKING:
@@ -61,11 +62,7 @@ def generate(
     ],
     seed: Annotated[int, typer.Option(help="sampling seed")] = 0,
     max_tokens: Annotated[int, typer.Option(min=1, help="new tokens per answer (the paper: 200)")] = 200,
-    n_ctx: NCtx = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
+    endpoints: Endpoints = Endpoints(),
     progress: ShowProgress = True,
 ) -> None:
     """(b) Each model answers each question once (temperature 0.5, top-k 50, top-p 1).
@@ -78,14 +75,16 @@ def generate(
         unique_labels,
     )
     from clinieval.benchmarks.automedeval.build.instances import read_instances
-    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.models.spec import parse_model_spec
 
     items = read_instances(instances)
-    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
+    backend = endpoints.backend()
     unique_labels(model, model)  # a spec given twice is an error before any model is opened
     models = [parse_model_spec(spec, backend) for spec in model]
     labelled = list(zip(unique_labels(model, [m.name for m in models]), models, strict=True))
-    plan = GeneratePlan(seed=seed, max_tokens=max_tokens, concurrency=concurrency, progress=progress)
+    plan = GeneratePlan(
+        seed=seed, max_tokens=max_tokens, concurrency=endpoints.concurrency, progress=progress
+    )
     # each model is checked when its pass begins (an embedded one is loaded only for its own pass)
     done = run_models(models, lambda: generate_responses(items, labelled, out, plan), check=False)
     typer.echo(
@@ -100,11 +99,7 @@ def teach(
     out: Annotated[Path, typer.Option(help="folder for instances.jsonl, teach-summary.json and the cache")],
     kb_path: KbChain = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="teacher reply limit")] = 512,
-    n_ctx: NCtx = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
+    endpoints: Endpoints = Endpoints(),
     progress: ShowProgress = True,
 ) -> None:
     """(c) The teacher evaluates every instance (one-shot prompt, knowledge chain with --kb).
@@ -117,19 +112,17 @@ def teach(
     from clinieval.benchmarks.automedeval.build.teacher import TEACHER_GENERATION, TeachPlan, check_responses
     from clinieval.benchmarks.automedeval.build.teacher import teach as run_teach
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
-    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.models.spec import parse_model_spec
 
     items = read_instances(instances)
     check_responses(items, str(instances))
     plan = TeachPlan(
         generation=dataclasses.replace(TEACHER_GENERATION, max_tokens=max_tokens),
         kb=KnowledgeBase(kb_path) if kb_path is not None else None,
-        concurrency=concurrency,
+        concurrency=endpoints.concurrency,
         progress=progress,
     )
-    model = parse_model_spec(
-        teacher, BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    )
+    model = parse_model_spec(teacher, endpoints.backend())
     s = run_models([model], lambda: run_teach(items, model, out, plan, source=str(instances))).summary
     typer.echo(
         f"{s['items']} items: {s['evaluated']} evaluated ({s['parsed']} parsed, "
@@ -214,11 +207,7 @@ def introspect(
     curriculum_format: Annotated[
         str, typer.Option("--format", help="next/ curriculum files: openai, hf or both")
     ] = "both",
-    n_ctx: NCtx = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
+    endpoints: Endpoints = Endpoints(),
     progress: ShowProgress = True,
 ) -> None:
     """One iteration of knowledge introspection: judge the training set, get reviewed revision
@@ -229,7 +218,7 @@ def introspect(
     import clinieval.benchmarks.automedeval.build.introspect as step
     from clinieval.benchmarks.automedeval.build.instances import read_instances
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
-    from clinieval.models.spec import BackendOptions, parse_model_spec
+    from clinieval.models.spec import parse_model_spec
 
     step.curriculum_format(curriculum_format)
     items = read_instances(instances_path)
@@ -237,14 +226,14 @@ def introspect(
         kb=KnowledgeBase(kb, top_k=kb_top, mode=kb_mode),
         curriculum_format=curriculum_format,
         decisions=step.read_decisions(decisions) if decisions is not None else {},
-        concurrency=concurrency,
+        concurrency=endpoints.concurrency,
         progress=progress,
     )
-    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
+    backend = endpoints.backend()
     models: dict[str, Model] = {}
     for spec in (judge, teacher, reviewer):
         if spec not in models:  # one model serving two roles is loaded once
-            models[spec] = parse_model_spec(spec, options)
+            models[spec] = parse_model_spec(spec, backend)
     roles = models[judge], models[teacher], models[reviewer]
     s = run_models(
         list(models.values()), lambda: step.introspect(items, *roles, out, plan, str(instances_path))
@@ -269,5 +258,5 @@ for _name, _command in (
     ("import", import_),
     ("curriculum", curriculum),
 ):
-    build_app.command(_name)(_command)
+    build_app.command(_name)(with_option_groups(_command))
 build_app.add_typer(quality_app, name="quality")

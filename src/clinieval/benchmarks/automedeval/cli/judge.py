@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from clinieval.benchmarks.automedeval.cli.options import KbChain, KbSearch, echo_written
-from clinieval.cli_options import AllowHost, Concurrency, NCtx, Retries, ShowProgress, Timeout
+from clinieval.cli_commands import Endpoints
+from clinieval.cli_options import ShowProgress
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.automedeval.judge_set import JudgeItem
@@ -62,11 +63,7 @@ def judge(
         bool, typer.Option(help="show a worked example first (for judges not trained on the format)")
     ] = False,
     rationale: Rationale = True,
-    n_ctx: NCtx = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
+    endpoints: Endpoints = Endpoints(),
     progress: ShowProgress = True,
 ) -> None:
     """Score every item's responses with one or more judges, then write the analysis report.
@@ -82,7 +79,6 @@ def judge(
     from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_all, judge_folders
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
     from clinieval.benchmarks.automedeval.overlap_judge import judge_model
-    from clinieval.models.spec import BackendOptions
 
     items = load_set(judge_set_path)
     folders = judge_folders(out, judge_models)
@@ -92,14 +88,14 @@ def judge(
         seed=seed,
         generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=max_tokens),
         kb=kb,
-        concurrency=concurrency,
+        concurrency=endpoints.concurrency,
         progress=progress,
         one_shot=one_shot,
         order=order,
         estimator=estimator,
     )
-    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    models = [judge_model(spec, options) for spec in judge_models]
+    backend = endpoints.backend()
+    models = [judge_model(spec, backend) for spec in judge_models]
 
     asyncio.run(judge_all(items, models, folders, plan))  # judge_all closes each judge after its pass
     typer.echo(f"{len(items)} items x {repeats} repeats ({order} order) judged by {len(models)} judge(s)")
