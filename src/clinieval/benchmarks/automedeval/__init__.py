@@ -34,6 +34,8 @@ class AutoMedEval(BenchmarkBase):
         )
 
     def commands(self) -> typer.Typer | None:
+        """The ``clinieval automedeval`` tree, mounted from ``cli/`` (one module per command group);
+        imported only here, so listing the benchmarks stays fast."""
         from clinieval.benchmarks.automedeval.cli import app
 
         return app
