@@ -20,13 +20,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.privacy import check_endpoint
 
 if TYPE_CHECKING:
+    from clinieval.models.openai_http import RetryPolicy
     from clinieval.models.pool import EndpointConfig, PoolApi
     from clinieval.models.server import ServerKind
 
@@ -99,7 +100,7 @@ def parse_model_spec(spec: str, options: BackendOptions | None = None) -> Model:
 
 def _openai(prefix: str, rest: str, spec: str, opts: BackendOptions) -> Model:
     """One server, a comma list of servers, or an endpoints file."""
-    from clinieval.models.openai_http import OpenAIModel, RetryPolicy
+    from clinieval.models.openai_http import OpenAIModel
     from clinieval.models.pool import is_endpoints_file
 
     if is_endpoints_file(rest):
@@ -117,6 +118,24 @@ def _openai(prefix: str, rest: str, spec: str, opts: BackendOptions) -> Model:
         model,
         api="completions" if prefix == "openai-completions" else "chat",
         max_concurrency=opts.concurrency or 16,
+        **_http_settings(opts),
+    )
+
+
+class _HttpSettings(TypedDict):
+    """What a single server and a pool of servers take alike from the options."""
+
+    timeout_s: float
+    retry: RetryPolicy
+    api_key: str | None
+    allow_hosts: Sequence[str]
+    server_kind: ServerKind | None
+
+
+def _http_settings(opts: BackendOptions) -> _HttpSettings:
+    from clinieval.models.openai_http import RetryPolicy
+
+    return _HttpSettings(
         timeout_s=opts.timeout_s,
         retry=RetryPolicy(max_retries=opts.max_retries),
         api_key=os.environ.get("CLINIEVAL_API_KEY"),
@@ -173,7 +192,6 @@ def _pool_from_file(prefix: str, target: str, spec: str, opts: BackendOptions) -
 
 
 def _pool(model: str, endpoints: Sequence[EndpointConfig], api: PoolApi, opts: BackendOptions) -> Model:
-    from clinieval.models.openai_http import RetryPolicy
     from clinieval.models.pool import EndpointPool
 
     return EndpointPool(
@@ -181,11 +199,7 @@ def _pool(model: str, endpoints: Sequence[EndpointConfig], api: PoolApi, opts: B
         endpoints,
         api=api,
         default_concurrency=opts.concurrency or 16,
-        timeout_s=opts.timeout_s,
-        retry=RetryPolicy(max_retries=opts.max_retries),
-        api_key=os.environ.get("CLINIEVAL_API_KEY"),
-        allow_hosts=opts.allow_hosts,
-        server_kind=opts.server_kind,
+        **_http_settings(opts),
     )
 
 
