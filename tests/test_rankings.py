@@ -276,6 +276,14 @@ def test_metric_human_kendall() -> None:
     assert k.items == 3 and k.pairs == 3
     assert k.ci == bootstrap_ci(list(k.taus.values()), seed=3)
     assert k.ci is not None and k.ci[0] <= k.mean <= k.ci[1]
+    assert k.as_json() == {
+        "mean_tau_b": k.mean,
+        "ci": list(k.ci),
+        "items": 3,
+        "pairs": 3,
+        "skipped_constant": 1,
+        "skipped_incomplete": 3,
+    }
 
 
 def test_kendall_nothing_defined() -> None:
@@ -283,6 +291,14 @@ def test_kendall_nothing_defined() -> None:
     metric = ScoreTable.from_columns({"A": [0.1], "B": [0.2]})
     k = metric_human_kendall(metric, human)
     assert (k.mean, k.ci, k.taus, k.skipped_constant) == (None, None, {}, ("0",))
+    assert k.as_json() == {
+        "mean_tau_b": None,
+        "ci": None,
+        "items": 0,
+        "pairs": 0,
+        "skipped_constant": 1,
+        "skipped_incomplete": 0,
+    }
 
 
 def test_inter_rater_kendall() -> None:

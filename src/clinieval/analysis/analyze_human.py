@@ -30,17 +30,6 @@ from clinieval.errors import UserError
 __all__ = ["human_section", "judge_section"]
 
 
-def _kendall_json(k: rank_agreement.KendallAgreement) -> JSON:
-    return {
-        "mean_tau_b": k.mean,
-        "ci": list(k.ci) if k.ci else None,
-        "items": k.items,
-        "pairs": k.pairs,
-        "skipped_constant": len(k.skipped_constant),
-        "skipped_incomplete": len(k.skipped_incomplete),
-    }
-
-
 def human_section(ctx: Context, tables: dict[str, ScoreTable]) -> JSON | None:
     o = ctx.options
     if o.human_rank is None:
@@ -65,7 +54,7 @@ def human_section(ctx: Context, tables: dict[str, ScoreTable]) -> JSON | None:
     two = len(human.models) >= 2
     out["metric_agreement"] = {
         col: {
-            **_kendall_json(k),
+            **k.as_json(),
             "win_rate_abs_error": (
                 rankings.win_rate_errors(human, tables[col]) if two else dict.fromkeys(human.models)
             ),
@@ -157,7 +146,7 @@ def _rater_section(ctx: Context, column: str) -> JSON:
     out: JSON = {"raters": len(per_rater)}
     if len(per_rater) >= 2:
         k = rank_agreement.inter_rater_kendall(per_rater, level=o.level, resamples=o.resamples, seed=o.seed)
-        out["inter_rater_kendall"] = _kendall_json(k)
+        out["inter_rater_kendall"] = k.as_json()
     units = sorted({(i, m) for t in per_rater.values() for i in t.items for m in t.models})
     data = [[cell(t, i, m) for i, m in units] for t in per_rater.values()]
     out["krippendorff_alpha_ordinal"] = ctx.guard(

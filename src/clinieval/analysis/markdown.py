@@ -206,12 +206,14 @@ def _human(h: JSON, level: float) -> list[str]:
             f"n = {_f(pb['n'])})",
             "",
         ]
-    if "raters" in h:
-        out += _raters(h["raters"])
     return out
 
 
-def _raters(r: JSON) -> list[str]:
+def _raters(section: JSON) -> list[str]:
+    """The inter-rater figures a reference section carries with ``--rater`` (none without)."""
+    if "raters" not in section:
+        return []
+    r = section["raters"]
     out = [f"Raters: {r['raters']}."]
     k = r.get("inter_rater_kendall")
     if k:
@@ -273,8 +275,6 @@ def _judge(j: JSON, label: str) -> list[str]:
             "",
             *_table(["pair", f"{label} win", f"{label} tie", "judge win", "judge tie"], rows),
         ]
-    if "raters" in j:
-        out += _raters(j["raters"])
     return out
 
 
@@ -339,9 +339,10 @@ def render_markdown(result: JSON) -> str:
     for col, s in result["scores"].items():
         lines += _score(col, s, level)
     if "human" in result:
-        lines += _human(result["human"], level)
+        lines += _human(result["human"], level) + _raters(result["human"])
     if "judge_vs_human" in result:
-        lines += _judge(result["judge_vs_human"], str(o.get("human_label", DEFAULT_LABEL)))
+        judge = result["judge_vs_human"]
+        lines += _judge(judge, str(o.get("human_label", DEFAULT_LABEL))) + _raters(judge)
     if "subgroups" in result:
         lines += _subgroups(result["subgroups"])
     if "runs" in result:

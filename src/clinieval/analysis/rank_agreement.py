@@ -71,6 +71,17 @@ class KendallAgreement:
     def items(self) -> int:
         return len(self.taus)
 
+    def as_json(self) -> dict[str, float | int | list[float] | None]:
+        """The figures a report shows (the per-item taus left out; skipped items counted)."""
+        return {
+            "mean_tau_b": self.mean,
+            "ci": list(self.ci) if self.ci else None,
+            "items": self.items,
+            "pairs": self.pairs,
+            "skipped_constant": len(self.skipped_constant),
+            "skipped_incomplete": len(self.skipped_incomplete),
+        }
+
 
 def _tau_b(x: FloatArray, y: FloatArray) -> float | None:
     """Kendall tau-b, which corrects for ties on either side; ``None`` when either side is constant.
