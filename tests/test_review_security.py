@@ -30,10 +30,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, delete, inspect, select, text, update
 from typer.testing import CliRunner
 
+from clinieval.cli.review import review_app
 from clinieval.errors import UserError
 from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.app import create_app
-from clinieval.review.cli import review_app
 from clinieval.review.db import Assignment, User, read_session, write_session
 from clinieval.review.items import AnswerIn, ReviewItem
 from tests.conftest import free_port, run_cli, wait_http
@@ -459,7 +459,7 @@ def test_the_cookie_is_secure_over_https_and_when_told(engine: Engine) -> None:
 def test_serve_with_allow_remote_sets_the_secure_flag(db: Path, tmp_path: Path) -> None:
     port = free_port()
     log = (tmp_path / "serve.log").open("wb")
-    code = "from clinieval.review.cli import review_app; review_app()"
+    code = "from clinieval.cli.review import review_app; review_app()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "serve", "--db", str(db), "--port", str(port), "--allow-remote"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from clinieval.cli.review import make_review_app
 from clinieval.errors import UserError
 from clinieval.review import accounts, assigning, reviewing, store
-from clinieval.review.cli import make_review_app
 from clinieval.review.items import ReviewItem
 from clinieval.review.sources import (
     ITEMS,

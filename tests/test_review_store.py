@@ -23,10 +23,10 @@ from typer.testing import CliRunner
 from clinieval.analysis import agreement as stats
 from clinieval.analysis.rank_agreement import inter_rater_kendall
 from clinieval.analysis.rankings import ScoreTable
+from clinieval.cli.review import review_app
 from clinieval.errors import UserError
 from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.agreement import study_agreement
-from clinieval.review.cli import review_app
 from clinieval.review.db import Assignment, Item, User, read_session
 from clinieval.review.export import export_study
 from clinieval.review.items import AnswerIn, ReviewItem, read_items
@@ -591,7 +591,7 @@ def test_cli_init_users_import_assign_export(tmp_path: Path) -> None:
 def test_serve_runs_a_real_server_on_loopback(db: str, tmp_path: Path) -> None:
     port = free_port()
     log = (tmp_path / "serve.log").open("wb")
-    code = "from clinieval.review.cli import review_app; review_app()"
+    code = "from clinieval.cli.review import review_app; review_app()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "serve", "--db", db, "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

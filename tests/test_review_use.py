@@ -29,10 +29,10 @@ from typer.testing import CliRunner
 
 from clinieval.analysis import agreement as stats
 from clinieval.benchmarks.automedeval.data import load_set
+from clinieval.cli.review import review_app
 from clinieval.errors import UserError
 from clinieval.review import accounts, assigning, importing, reviewing, store
 from clinieval.review.app import create_app
-from clinieval.review.cli import review_app
 from clinieval.review.items import AnswerIn, ReviewItem
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer

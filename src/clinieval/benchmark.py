@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from clinieval.errors import UserError
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import typer
 
     from clinieval.judge.catalog import RubricEntry
+    from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
     from clinieval.task import PromptTemplate, Task
 
@@ -82,10 +83,8 @@ class Benchmark(Protocol):
         """Judge rubrics of this benchmark that ``clinieval judge --rubric NAME`` may apply to a run."""
         ...
 
-    def review_sources(self) -> Sequence[Any]:
-        """The benchmark's files ``clinieval review import`` reads, each a
-        :class:`clinieval.review.sources.ReviewSource` (typed ``Any`` here because this layer sits
-        below ``clinieval.review`` and may not import it, not even for type checking)."""
+    def review_sources(self) -> Sequence[ReviewSource]:
+        """The benchmark's files ``clinieval review import`` reads, each turned into review items."""
         ...
 
 
@@ -109,7 +108,7 @@ class BenchmarkBase:
     def rubrics(self) -> Sequence[RubricEntry]:
         return ()
 
-    def review_sources(self) -> Sequence[Any]:
+    def review_sources(self) -> Sequence[ReviewSource]:
         return ()
 
 

@@ -47,7 +47,7 @@ def _add_subcommands() -> None:
     from clinieval.cli.correlate import correlate
     from clinieval.cli.ehr import app as ehr_app
     from clinieval.cli.judge import judge
-    from clinieval.review.cli import make_review_app
+    from clinieval.cli.review import make_review_app
     from clinieval.view.cli import view
 
     app.add_typer(ehr_app, name="ehr")

@@ -2,8 +2,10 @@
 app, export the results.
 
 :func:`make_review_app` builds the command group around the review sources it is given (each
-benchmark's, collected by ``clinieval.cli``): this package may not import a benchmark, so
-``review import`` learns what benchmark files it can read from its caller.
+benchmark's ``review_sources()``, collected by ``clinieval.cli``), so ``review import`` learns
+what benchmark files it can read from its caller. The commands live here, in the command layer,
+rather than in ``clinieval.review``: that package sits below the benchmark protocol, which names
+its :class:`~clinieval.review.sources.ReviewSource`, and so may import no command-line layer.
 
 Every command takes ``--db`` (a SQLite file path, or a ``postgresql://`` URL); it can come from
 ``CLINIEVAL_REVIEW_DB`` instead, which keeps a PostgreSQL password out of the shell history and
