@@ -57,9 +57,11 @@ if TYPE_CHECKING:
     from clinieval.judge.run import JudgeResult
     from clinieval.models.spec import BackendOptions
     from clinieval.runner import Executor
+    from clinieval.session import ArmSettings
     from clinieval.types import GenerationConfig
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., None])
+Settings = TypeVar("Settings", bound="ArmSettings")
 JudgeOne = Callable[[Path], Coroutine[Any, Any, "JudgeResult"]]
 """Judges one run folder: what :func:`judge_runs` calls for each run it finds."""
 
@@ -99,6 +101,18 @@ class ArmOptions(Endpoints):
 
     overwrite: OverwriteArms = False
     progress: ShowProgress = True
+
+    def apply_to(self, settings: Settings, limit: int | None) -> Settings:
+        """A benchmark's arm settings with this command's backend, requests in flight, overwrite
+        and progress, and ``limit`` (each benchmark says in its own words what it limits)."""
+        return dataclasses.replace(
+            settings,
+            backend=self.backend(),
+            limit=limit,
+            concurrency=self.concurrency,
+            overwrite=self.overwrite,
+            progress=self.progress,
+        )
 
 
 @dataclass(frozen=True)

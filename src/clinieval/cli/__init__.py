@@ -12,16 +12,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clinieval.cli_commands import Endpoints, ExecutorOptions, command
 from clinieval.cli_options import (
-    AllowHost,
     AllowRunFailures,
-    Concurrency,
-    NCtx,
     OutputFormat,
-    Retries,
     ServerKindOption,
     ShowProgress,
-    Timeout,
     command_group,
     echo_summary,
 )
@@ -29,7 +25,7 @@ from clinieval.errors import EXIT_FAILED_ITEMS, UserError, storage_message
 from clinieval.failures import FailureReport, parse_allowed
 from clinieval.fsutil import slug
 from clinieval.models.catalog import DEFAULT_MODEL
-from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.models.spec import parse_model_spec
 from clinieval.scoring.scorers import Scorer
 from clinieval.summary import ScorerSummary
 from clinieval.task import PromptTemplate, Task
@@ -57,11 +53,14 @@ def _add_subcommands() -> None:
         commands = benchmark.commands()
         if commands is not None:
             app.add_typer(commands, name=benchmark.name, help=benchmark.description)
-    app.command("analyze")(analyze)
-    app.command("export")(export)
-    app.command("judge")(judge)
-    app.command("correlate")(correlate)
-    app.command("view")(view)
+    for name, function in (
+        ("analyze", analyze),
+        ("export", export),
+        ("judge", judge),
+        ("correlate", correlate),
+        ("view", view),
+    ):
+        command(app, name)(function)
 
 
 _add_subcommands()
@@ -115,7 +114,7 @@ def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
 
 
-@app.command()
+@command(app)
 def run(
     task: Annotated[
         str, typer.Argument(help="pubmedqa, medalign, ehrnoteqa, or a .jsonl file of your own samples")
@@ -156,28 +155,14 @@ def run(
     seed: Annotated[int, typer.Option()] = 0,
     stop: Annotated[list[str] | None, typer.Option(help="stop sequence (repeatable)")] = None,
     repeats: Annotated[int, typer.Option(min=1, help="ask each sample N times")] = 1,
-    concurrency: Concurrency = None,
-    timeout: Timeout = 120.0,
-    retries: Retries = 4,
-    n_ctx: NCtx = 4096,
-    allow_host: AllowHost = None,
+    endpoints: Endpoints = Endpoints(timeout=120.0),
     overwrite: Annotated[bool, typer.Option(help="discard a different run at --out")] = False,
     rerun_changed: Annotated[
         bool, typer.Option(help="ask again exactly the samples whose data changed since they were recorded")
     ] = False,
     progress: ShowProgress = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-    executor: Annotated[
-        str,
-        typer.Option(help="who evaluates: local (this process) or ray (Ray workers; docs/distributed.md)"),
-    ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="with --executor ray: the cluster to join, HEAD:6379 (default: a local Ray)"),
-    ] = None,
-    ray_workers: Annotated[
-        int | None, typer.Option(min=1, help="with --executor ray: how many workers (default: one per node)")
-    ] = None,
+    executor: ExecutorOptions = ExecutorOptions(),
     server_kind: ServerKindOption = None,
     allow_failures: AllowRunFailures = None,
     output_format: OutputFormat = "text",
@@ -187,7 +172,7 @@ def run(
     Exit status: 0 done; 1 every model call failed; 2 a mistake in the command or its input (nothing
     written); 3 finished, but items failed after retries (see the lines above it; --allow-failures)."""
     _setup_logging(verbose)
-    from clinieval.distributed import TaskRecipe, WorkerJob, open_executor
+    from clinieval.distributed import TaskRecipe, WorkerJob
     from clinieval.session import RunRequest, run_evaluation
 
     scorers = _pick_scorers(scorer)
@@ -203,7 +188,7 @@ def run(
     )
     allowed = parse_allowed(allow_failures)
     fmt = _output_format(output_format)
-    options = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host, server_kind)
+    options = endpoints.backend(server_kind)
     the_model = parse_model_spec(model, options)
     # Ray workers rebuild the task from its command-line recipe and the model from its spec.
     recipe = TaskRecipe.of(
@@ -218,7 +203,7 @@ def run(
         prompt=the_task.prompt,  # as the driver resolved it: a worker may not have the data file
     )
     job = WorkerJob(recipe, model, options)
-    with open_executor(executor, job, ray_address=ray_address, ray_workers=ray_workers) as chosen:
+    with executor.open(job) as chosen:
         request = RunRequest(
             task=the_task,
             model=the_model,
@@ -227,7 +212,7 @@ def run(
             limit=limit,
             shuffle=shuffle,
             repeats=repeats,
-            concurrency=concurrency,
+            concurrency=endpoints.concurrency,
             overwrite=overwrite,
             progress=progress,
             rerun_changed=rerun_changed,
@@ -308,7 +293,7 @@ def _print_result(
     echo_summary(str(path), summaries, stats_line)
 
 
-@app.command()
+@command(app)
 def score(
     run_dir: Annotated[Path, typer.Argument(help="a finished run directory")],
     scorer: Annotated[list[str], typer.Option(help="scorer name (repeatable)")],
@@ -324,7 +309,7 @@ def score(
     _print_result(run_dir, summaries, f"scores written to {run_dir / 'scores'}", fmt)
 
 
-@app.command()
+@command(app)
 def summary(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")], output_format: OutputFormat = "text"
 ) -> None:
@@ -343,7 +328,7 @@ def summary(
     _print_result(run_dir, summarize(records, names, reads_text), status, fmt, failure_report(records))
 
 
-@app.command()
+@command(app)
 def benchmarks() -> None:
     """List the benchmarks: the names `clinieval run` takes and the command groups."""
     from clinieval.benchmarks import BENCHMARKS
@@ -352,7 +337,7 @@ def benchmarks() -> None:
         typer.echo(f"{benchmark.name}\t{benchmark.description}")
 
 
-@app.command()
+@command(app)
 def models() -> None:
     """List the embedded models and whether they are installed."""
     from clinieval.models.catalog import EMBEDDED

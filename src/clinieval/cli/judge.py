@@ -10,29 +10,16 @@ the command exit 3 (``errors.EXIT_FAILED_ITEMS``) unless ``--allow-failures``.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_options import (
-    AllowHost,
-    AllowJudgeFailures,
-    Concurrency,
-    JudgeTemperature,
-    NCtx,
-    Retries,
-    ShowProgress,
-    Timeout,
-    echo_judged,
-    exit_if_judge_failed,
-)
-from clinieval.models.spec import BackendOptions
+from clinieval.cli_commands import JudgeOptions, judge_runs, rubric_judge
+from clinieval.cli_options import JudgeSpec, JudgeTemperature
 
 if TYPE_CHECKING:
     from clinieval.judge.catalog import RubricEntry, RubricOptions
-    from clinieval.judge.run import JudgeResult
 
 
 def known_rubrics() -> dict[str, RubricEntry]:
@@ -45,9 +32,7 @@ def known_rubrics() -> dict[str, RubricEntry]:
 
 def judge(
     runs: Annotated[list[Path], typer.Argument(help="run directories (or a folder of them)")],
-    judge_model: Annotated[
-        str, typer.Option("--judge", help="the judge's model spec (not the model under test)")
-    ],
+    judge_model: JudgeSpec,
     rubric: Annotated[
         str,
         typer.Option(
@@ -66,47 +51,18 @@ def judge(
     limit: Annotated[
         int | None, typer.Option(min=1, help="judge only the first N answers of each run")
     ] = None,
-    n_ctx: NCtx = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
-    progress: ShowProgress = True,
-    allow_failures: AllowJudgeFailures = None,
+    judging: JudgeOptions = JudgeOptions(),
 ) -> None:
     """Judge every answer in RUNS with a rubric; scores go to RUN/scores/RUBRIC.jsonl.
 
     Re-running resumes: finished judge requests come from each run's cache. Failures are listed
     by kind with their fix; a failed judge call exits 3 unless --allow-failures.
     """
-    from clinieval.failures import parse_allowed
-    from clinieval.judge.run import judge_folder
-    from clinieval.runs import RunDir, find_run_dirs
-
-    allowed = parse_allowed(allow_failures)
     entry = _pick(rubric, snippets)
-    paths = find_run_dirs(runs)
-    built = entry.build(_options(snippets))
     generation = entry.judge_generation(max_tokens, judge_temperature)
-    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    results: list[JudgeResult] = []
-    for path in paths:
-        result = asyncio.run(
-            judge_folder(
-                RunDir.open(path),
-                judge_model,
-                built,
-                backend=backend,
-                repeats=repeats,
-                generation=generation,
-                concurrency=concurrency,
-                limit=limit,
-                progress=progress,
-            )
-        )
-        echo_judged(path, result, shrink="--snippets" if entry.uses_snippets else None)
-        results.append(result)
-    exit_if_judge_failed(results, allowed)
+    built = entry.build(_options(snippets))
+    judge_one = rubric_judge(judge_model, built, judging, repeats=repeats, generation=generation, limit=limit)
+    judge_runs(runs, judging, judge_one, shrink="--snippets" if entry.uses_snippets else None)
 
 
 def _pick(name: str, snippets: int | None) -> RubricEntry:

@@ -8,33 +8,31 @@ three scoring modes), ``analysis`` / ``report`` (the analysis) and ``build`` (da
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clinieval.cli_commands import ArmOptions, JudgeOptions, command, judge_runs
 from clinieval.cli_options import (
-    AllowHost,
-    AllowJudgeFailures,
-    Concurrency,
+    ArmModels,
+    ArmRuns,
+    DemoModels,
+    JudgeLimit,
+    JudgeSpec,
     JudgeTemperature,
-    OverwriteArms,
-    Retries,
     ShowProgress,
-    Timeout,
     command_group,
-    echo_judged,
-    echo_summary,
-    exit_if_judge_failed,
+    echo_run,
 )
 from clinieval.errors import UserError
 from clinieval.models.catalog import DEFAULT_MODEL
-from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.data import LoadedSet
-    from clinieval.session import RunResult
+    from clinieval.judge.run import JudgeResult
 
 app = command_group(
     "EHRNoteQA: questions over a patient's discharge summaries (run, judge, analyze, build, demo)."
@@ -69,9 +67,16 @@ def load_set(
     return load_physionet(qa, notes, tokenizer=tokenizer, levels=level)
 
 
-@app.command()
+@dataclass(frozen=True)
+class NoteArms(ArmOptions):
+    """The arm options, with an embedded model's window sized for Level 2's long notes."""
+
+    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model (Level 2 needs 8k)")] = 8192
+
+
+@command(app)
 def run(
-    model: Annotated[list[str], typer.Option("--model", "-m", help="model spec (repeatable: one arm each)")],
+    model: ArmModels,
     out: Annotated[Path, typer.Option(help="folder for the arms' run directories (one per model x format)")],
     qa: Annotated[Path | None, typer.Option(help="the EHRNoteQA QA jsonl (PhysioNet)")] = None,
     notes: Annotated[Path | None, typer.Option(help="MIMIC-IV-Note discharge.csv or .csv.gz")] = None,
@@ -86,13 +91,7 @@ def run(
     loglik: Annotated[bool, typer.Option(help="also score the options by log-likelihood (mc)")] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (the paper: 600)")] = 600,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N questions")] = None,
-    concurrency: Concurrency = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model (Level 2 needs 8k)")] = 8192,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    allow_host: AllowHost = None,
-    overwrite: OverwriteArms = False,
-    progress: ShowProgress = True,
+    arms: NoteArms = NoteArms(),
 ) -> None:
     """Answer every question with every model in each format; score letters and log-likelihoods.
 
@@ -112,46 +111,27 @@ def run(
         typer.echo(f"warning: {w}", err=True)
     if not loaded.samples:
         raise UserError("no question is left to evaluate after the level filter")
-    settings = EHRNoteQASettings(
-        generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
-        loglik=loglik,
-        backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
-        limit=limit,
-        concurrency=concurrency,
-        overwrite=overwrite,
-        progress=progress,
-    )
+    own = EHRNoteQASettings(generation=dataclasses.replace(GENERATION, max_tokens=max_tokens), loglik=loglik)
+    settings = arms.apply_to(own, limit)
     for spec in model:
         for fmt in formats:
             path = out / arm_dir_name(spec, fmt)
             result = asyncio.run(run_format_arm(loaded.samples, spec, fmt, path, settings, loaded.files))
-            _print_run(f"{spec} ({fmt})", result)
+            echo_run(f"{spec} ({fmt})", result)
     typer.echo(f"next: clinieval ehrnoteqa judge {out} --judge MODEL, then clinieval ehrnoteqa analyze {out}")
 
 
-def _print_run(label: str, result: RunResult) -> None:
-    echo_summary(f"{label}: {result.run_path}", result.summaries, result.stats_line)
-
-
-@app.command()
+@command(app)
 def judge(
-    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
-    judge_model: Annotated[
-        str, typer.Option("--judge", help="the judge's model spec (not the model under test)")
-    ],
+    runs: ArmRuns,
+    judge_model: JudgeSpec,
     repeats: Annotated[int, typer.Option(min=1, help="judge each answer N times (the paper: 5)")] = 5,
     max_tokens: Annotated[
         int | None, typer.Option(min=1, help="judge reply limit (default: 16 for mc, 256 for free)")
     ] = None,
     judge_temperature: JudgeTemperature = 0.0,
-    limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 8192,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
-    progress: ShowProgress = True,
-    allow_failures: AllowJudgeFailures = None,
+    limit: JudgeLimit = None,
+    judging: JudgeOptions = JudgeOptions(n_ctx=8192),
 ) -> None:
     """Judge every arm's answers N times: the paper's yes/no prompt for mc, the 0/1 judge for free.
 
@@ -159,34 +139,26 @@ def judge(
     call failed (each kind is listed with its fix), unless --allow-failures.
     """
     from clinieval.benchmarks.ehrnoteqa.task import judge_arm
-    from clinieval.failures import parse_allowed
-    from clinieval.judge.run import JudgeResult
 
-    allowed = parse_allowed(allow_failures)
-    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    results: list[JudgeResult] = []
-    for path in run_dirs(runs):
-        result = asyncio.run(
-            judge_arm(
-                path,
-                judge_model,
-                repeats=repeats,
-                backend=backend,
-                max_tokens=max_tokens,
-                temperature=judge_temperature,
-                concurrency=concurrency,
-                limit=limit,
-                progress=progress,
-            )
+    async def judge_one(path: Path) -> JudgeResult:
+        return await judge_arm(
+            path,
+            judge_model,
+            repeats=repeats,
+            backend=judging.backend(),
+            max_tokens=max_tokens,
+            temperature=judge_temperature,
+            concurrency=judging.concurrency,
+            limit=limit,
+            progress=judging.progress,
         )
-        echo_judged(path, result)
-        results.append(result)
-    exit_if_judge_failed(results, allowed)
+
+    judge_runs(runs, judging, judge_one)
 
 
-@app.command()
+@command(app)
 def analyze(
-    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
+    runs: ArmRuns,
     out: Annotated[Path, typer.Option(help="folder for analysis.json, report.md and report.html")],
 ) -> None:
     """Scores in every mode side by side, their agreement, judge SD, rank stability, breakdowns."""
@@ -199,15 +171,13 @@ def analyze(
     typer.echo(f"wrote {', '.join(map(str, paths))}")
 
 
-@app.command()
+@command(app)
 def demo(
     out: Annotated[Path, typer.Option(help="folder for the synthetic set, the arms and the report")],
     patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 5,
     per_patient: Annotated[int, typer.Option(min=1, help="questions per patient")] = 2,
     seed: Annotated[int, typer.Option(help="seed of the synthetic set")] = 0,
-    model: Annotated[
-        list[str] | None, typer.Option("--model", "-m", help="models under test (default: both embedded)")
-    ] = None,
+    model: DemoModels = None,
     judge_model: Annotated[
         str, typer.Option("--judge", help="judge model (default: the tiny embedded one, not credible)")
     ] = DEFAULT_MODEL,
@@ -239,7 +209,7 @@ def demo(
         typer.echo(line)
 
 
-@app.command("review-verdicts")
+@command(app, "review-verdicts")
 def review_verdicts(
     export: Annotated[
         Path, typer.Argument(metavar="EXPORT_CSV", help="questions.csv written by `clinieval review export`")

@@ -14,28 +14,25 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from clinieval.cli_commands import ArmOptions, JudgeOptions, command, judge_runs, rubric_judge
 from clinieval.cli_options import (
-    AllowHost,
-    AllowJudgeFailures,
-    Concurrency,
+    ArmModels,
+    ArmRuns,
+    BootstrapSeed,
+    ConfidenceLevel,
+    DemoModels,
+    JudgeLimit,
+    JudgeSpec,
     JudgeTemperature,
-    NCtx,
-    OverwriteArms,
-    Retries,
     ShowProgress,
-    Timeout,
     command_group,
-    echo_judged,
-    echo_summary,
-    exit_if_judge_failed,
+    echo_run,
 )
 from clinieval.errors import UserError
-from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.analysis.table import LongTable
-    from clinieval.benchmarks.medalign.task import ArmResult
     from clinieval.types import GenerationConfig, Sample
 
 app = command_group(
@@ -61,11 +58,9 @@ def _samples(
     return load_generic(instructions, ehrs)
 
 
-@app.command()
+@command(app)
 def run(
-    model: Annotated[
-        list[str], typer.Option("--model", "-m", help="model spec (repeatable: one arm per model)")
-    ],
+    model: ArmModels,
     strategy: Annotated[
         list[str], typer.Option(help="context strategy: keep-recent, refine, retrieval, whole (repeatable)")
     ],
@@ -97,13 +92,7 @@ def run(
     ] = None,
     no_metrics: Annotated[bool, typer.Option(help="generate only; score later")] = False,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N instructions")] = None,
-    concurrency: Concurrency = None,
-    n_ctx: NCtx = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    allow_host: AllowHost = None,
-    overwrite: OverwriteArms = False,
-    progress: ShowProgress = True,
+    arms: ArmOptions = ArmOptions(),
 ) -> None:
     """Generate answers for every model x strategy arm, then score the text metrics.
 
@@ -125,19 +114,15 @@ def run(
         raise UserError(f"--strategy {bad[0]!r} is unknown; choose from {', '.join(STRATEGIES)}")
     samples = _samples(release, instructions, ehrs, gold_annotator)
     template = MEDALIGN_PROMPT if prompt is None else PromptTemplate(user=_read_prompt(prompt))
-    settings = MedAlignSettings(
+    own = MedAlignSettings(
         strategy=StrategyOptions(
             tokenizer=tokenizer, max_context=max_context, reserve=reserve, answer_tokens=max_tokens
         ),
         generation=_generation(max_tokens),
         template=template,
         metrics=() if no_metrics else tuple(metric or DEFAULT_METRICS),
-        backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
-        limit=limit,
-        concurrency=concurrency,
-        overwrite=overwrite,
-        progress=progress,
     )
+    settings = arms.apply_to(own, limit)
     from clinieval.benchmarks.medalign.data import RESPONSES_FILE
 
     # the files whose hashes the manifest records (the release folder: its instruction/response TSV)
@@ -147,7 +132,7 @@ def run(
         for strat in strategy:
             arm_dir = out / arm_dir_name(spec, strat)
             result = asyncio.run(run_strategy_arm(samples, spec, strat, arm_dir, settings, data))
-            _print_arm(result)
+            echo_run(result.label, result.run, result.metrics)
     typer.echo(f"next: clinieval medalign analyze {out}/* --out {out}/report")
 
 
@@ -167,18 +152,13 @@ def _generation(max_tokens: int) -> GenerationConfig:
     return dataclasses.replace(GENERATION, max_tokens=max_tokens)
 
 
-def _print_arm(result: ArmResult) -> None:
-    summaries = [*result.run.summaries, *result.metrics]
-    echo_summary(f"{result.label}: {result.run.run_path}", summaries, result.run.stats_line)
-
-
 build_app = command_group(
     "Build a MedAlign-like dataset: dedupe instructions, match them to patients, score the matching."
 )
 app.add_typer(build_app, name="build")
 
 
-@build_app.command("dedupe")
+@command(build_app, "dedupe")
 def build_dedupe(
     instructions: Annotated[Path, typer.Argument(help="CSV with instruction_id and question")],
     out: Annotated[Path, typer.Option(help="CSV of the kept instructions (removed ones go beside it)")],
@@ -199,7 +179,7 @@ def build_dedupe(
         atomic_write_json(json_out, result.to_dict())
 
 
-@build_app.command("match")
+@command(build_app, "match")
 def build_match(
     instructions: Annotated[
         Path,
@@ -224,7 +204,7 @@ def build_match(
     typer.echo(summary.summary())
 
 
-@build_app.command("score")
+@command(build_app, "score")
 def build_score(
     review: Annotated[Path, typer.Argument(help="the review CSV with its relevant column filled (1/0)")],
     key: Annotated[
@@ -247,24 +227,16 @@ def build_score(
         atomic_write_json(json_out, scores.to_dict())
 
 
-@app.command()
+@command(app)
 def judge(
-    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
-    judge_model: Annotated[
-        str, typer.Option("--judge", help="the judge's model spec (not the model under test)")
-    ],
+    runs: ArmRuns,
+    judge_model: JudgeSpec,
     repeats: Annotated[int, typer.Option(min=1, help="judge each answer N times (distinct requests)")] = 5,
     snippets: Annotated[int, typer.Option(min=0, help="BM25 EHR excerpts shown to the judge")] = 5,
     max_tokens: Annotated[int, typer.Option(help="judge answer length limit")] = 512,
     judge_temperature: JudgeTemperature = 0.0,
-    limit: Annotated[int | None, typer.Option(help="judge only the first N answers of each arm")] = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    concurrency: Concurrency = None,
-    allow_host: AllowHost = None,
-    progress: ShowProgress = True,
-    allow_failures: AllowJudgeFailures = None,
+    limit: JudgeLimit = None,
+    judging: JudgeOptions = JudgeOptions(),
 ) -> None:
     """Judge every arm's answers with the MedAlign rubric (C1-C3 correctness and a 1-5 score).
 
@@ -274,37 +246,18 @@ def judge(
     import dataclasses
 
     from clinieval.benchmarks.medalign.scoring import retrieval_rubric
-    from clinieval.failures import parse_allowed
-    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, JudgeResult, judge_folder
-    from clinieval.runs import RunDir
+    from clinieval.judge.run import DEFAULT_JUDGE_GENERATION
 
-    allowed = parse_allowed(allow_failures)
-    rubric = retrieval_rubric(snippets)
     generation = dataclasses.replace(
         DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens, temperature=judge_temperature
     )
-    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    results: list[JudgeResult] = []
-    for path in run_dirs(runs):
-        result = asyncio.run(
-            judge_folder(
-                RunDir.open(path),
-                judge_model,
-                rubric,
-                backend=backend,
-                repeats=repeats,
-                generation=generation,
-                concurrency=concurrency,
-                limit=limit,
-                progress=progress,
-            )
-        )
-        echo_judged(path, result, shrink="--snippets")
-        results.append(result)
-    exit_if_judge_failed(results, allowed)
+    judge_one = rubric_judge(
+        judge_model, retrieval_rubric(snippets), judging, repeats=repeats, generation=generation, limit=limit
+    )
+    judge_runs(runs, judging, judge_one, shrink="--snippets")
 
 
-@app.command()
+@command(app)
 def analyze(
     runs: Annotated[
         list[Path] | None, typer.Argument(help="arm run directories (or a folder of them)")
@@ -328,9 +281,9 @@ def analyze(
         str, typer.Option(help="whose response is the gold (release only)")
     ] = "Annotator_1",
     metric: Annotated[list[str] | None, typer.Option(help="text metric (release only; repeatable)")] = None,
-    level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
+    level: ConfidenceLevel = 0.95,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    seed: BootstrapSeed = 0,
     cluster: Annotated[
         bool,
         typer.Option(
@@ -387,14 +340,14 @@ def _analysis_table(
 DEMO_STRATEGIES = ("keep-recent", "refine")
 
 
-@app.command()
+@command(app)
 def demo(
     out: Annotated[Path, typer.Option(help="folder for the data, the arms and the report")] = Path(
         "runs/medalign-demo"
     ),
     patients: Annotated[int, typer.Option(min=1, help="synthetic patients")] = 2,
     per_patient: Annotated[int, typer.Option(min=1, help="instructions per patient")] = 1,
-    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="model spec (repeatable)")] = None,
+    model: DemoModels = None,
     strategy: Annotated[list[str] | None, typer.Option(help="context strategy (repeatable)")] = None,
     n_ctx: Annotated[int, typer.Option(help="context window of the embedded models")] = 2048,
     max_tokens: Annotated[int, typer.Option(help="answer length limit (the paper: 256)")] = 96,

@@ -16,17 +16,18 @@ from typing import Annotated
 
 import typer
 
+from clinieval.cli_commands import ArmOptions, command
 from clinieval.cli_options import (
-    AllowHost,
-    Concurrency,
-    OverwriteArms,
-    Retries,
+    ArmModels,
+    ArmRuns,
+    BootstrapSeed,
+    ConfidenceLevel,
+    DemoModels,
     ShowProgress,
-    Timeout,
     command_group,
+    echo_run,
 )
 from clinieval.errors import UserError, one_of
-from clinieval.models.spec import BackendOptions
 from clinieval.runs import find_run_dirs as run_dirs
 
 app = command_group("MedEval: radiology sentence and report tasks (run, analyze, label, train, demo).")
@@ -48,10 +49,10 @@ def parse_shots(values: list[str] | None) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-@app.command()
+@command(app)
 def run(
     data: Annotated[Path, typer.Option(help="a MedEval-shaped folder (`clinieval medeval demo` writes one)")],
-    model: Annotated[list[str], typer.Option("--model", "-m", help="model spec (repeatable: one arm each)")],
+    model: ArmModels,
     out: Annotated[Path, typer.Option(help="folder for the arms' run directories (model x task x shots)")],
     task: Annotated[
         list[str] | None,
@@ -88,13 +89,7 @@ def run(
     ] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (the paper: 200)")] = 200,
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N items of each task")] = None,
-    concurrency: Concurrency = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of an embedded model")] = 4096,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    allow_host: AllowHost = None,
-    overwrite: OverwriteArms = False,
-    progress: ShowProgress = True,
+    arms: ArmOptions = ArmOptions(),
     strict: Annotated[
         bool, typer.Option(help="stop at an unreadable Open-i or MIMIC-CXR report instead of skipping it")
     ] = False,
@@ -117,18 +112,14 @@ def run(
     counts = parse_shots(shots)
     loaded = load_folder(data, seed=seed, strict=strict)
     typer.echo(loaded.describe())
-    base = MedEvalSettings(
+    medeval_settings = MedEvalSettings(
         generation=dataclasses.replace(GENERATION, max_tokens=max_tokens),
-        backend=BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host),
-        limit=limit,
-        concurrency=concurrency,
-        overwrite=overwrite,
-        progress=progress,
         seed=seed,
         split=asked_split,
         qualified=rule,
         rewrite_label=rewrite_label,
     )
+    base = arms.apply_to(medeval_settings, limit)
     paper = dataclasses.replace(base, paper_examples=True)
     counted = [dataclasses.replace(base, shots=k) for k in (counts if shots or not paper_examples else [])]
     without = [t for t in tasks if t not in PAPER_EXAMPLES]
@@ -151,20 +142,8 @@ def run(
                 result = asyncio.run(
                     run_task_arm(name, items, spec, path, settings, loaded.files, loaded.split_info())
                 )
-                _print_run(f"{spec} ({name}, {label})", result)
+                echo_run(f"{spec} ({name}, {label})", result)
     typer.echo(f"next: clinieval medeval analyze {out}")
-
-
-def _print_run(label: str, result: object) -> None:
-    from rich.console import Console
-
-    from clinieval.session import RunResult
-    from clinieval.summary import render_table
-
-    assert isinstance(result, RunResult)
-    console = Console()
-    console.print(render_table(result.summaries, title=f"{label}: {result.run_path}"))
-    console.print(result.stats_line)
 
 
 def _site_href(site: Path | None, out: Path) -> str | None:
@@ -180,15 +159,15 @@ def _site_href(site: Path | None, out: Path) -> str | None:
     return Path(os.path.relpath(site.resolve(), out.resolve())).as_posix()
 
 
-@app.command()
+@command(app)
 def analyze(
-    runs: Annotated[list[Path], typer.Argument(help="arm run directories (or a folder of them)")],
+    runs: ArmRuns,
     out: Annotated[Path, typer.Option(help="folder for medeval.json, medeval.md and medeval.html")] = Path(
         "medeval-report"
     ),
-    level: Annotated[float, typer.Option(help="confidence level")] = 0.95,
+    level: ConfidenceLevel = 0.95,
     resamples: Annotated[int, typer.Option(min=1, help="bootstrap resamples")] = 2000,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    seed: BootstrapSeed = 0,
     classifiers: Annotated[
         Path | None,
         typer.Option(help="a `medeval train` folder: its ambiguity and abnormality classifiers give ΔAcc"),
@@ -228,7 +207,7 @@ def _synthetic(run: Path) -> bool:
     return any("synthetic" in Path(f).name for f in files)
 
 
-@app.command()
+@command(app)
 def label(
     reports: Annotated[
         Path, typer.Argument(help="CSV whose first column holds report text (header `Reports`)")
@@ -250,7 +229,7 @@ def label(
     typer.echo(f"{n} reports labelled; written: {out}")
 
 
-@app.command()
+@command(app)
 def train(
     data: Annotated[Path, typer.Option(help="a MedEval-shaped folder (`clinieval medeval demo` writes one)")],
     out: Annotated[Path, typer.Option(help="folder for models/<kind>-<task>/ and arms/baseline-*")],
@@ -282,14 +261,12 @@ def train(
     typer.echo(f"lead-sentence summaries: {lead}")
 
 
-@app.command()
+@command(app)
 def demo(
     out: Annotated[
         Path, typer.Option(help="folder for the synthetic corpus, the arms, the baselines, the report")
     ],
-    model: Annotated[
-        list[str] | None, typer.Option("--model", "-m", help="models under test (default: both embedded)")
-    ] = None,
+    model: DemoModels = None,
     items: Annotated[int, typer.Option(min=1, help="test items per task and model")] = 6,
     seed: Annotated[int, typer.Option(help="seed of the corpus, the splits and the examples")] = 0,
     encoder_epochs: Annotated[int, typer.Option(min=1, help="epochs of the fine-tuned encoder")] = 2,
@@ -306,7 +283,7 @@ def demo(
     typer.echo("written: " + ", ".join(str(p) for p in written))
 
 
-@app.command("review-labels")
+@command(app, "review-labels")
 def review_labels(
     export: Annotated[
         Path, typer.Argument(metavar="EXPORT_CSV", help="sentences.csv written by `clinieval review export`")

@@ -8,21 +8,30 @@ line and exits non-zero. Mount with ``ehrnoteqa_app.add_typer(app, name="build")
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_options import AllowHost, NCtx, Retries, ShowProgress, Timeout, command_group
-from clinieval.models.spec import BackendOptions
+from clinieval.cli_commands import Endpoints, command
+from clinieval.cli_options import ShowProgress, command_group
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.build.pipeline import BuildResult, BuildSettings, Patient
+    from clinieval.models.spec import BackendOptions
 
 app = command_group("Build an EHRNoteQA-like dataset: two-step question generation, then clinician review.")
 
 
-@app.command()
+@dataclass(frozen=True)
+class GeneratorEndpoints(Endpoints):
+    """The generator's endpoint options: a patient's two steps are one item in flight."""
+
+    concurrency: Annotated[int | None, typer.Option(min=1, help="items in flight")] = None
+
+
+@command(app)
 def generate(
     notes: Annotated[Path, typer.Option(help="MIMIC-IV-Note discharge.csv or discharge.csv.gz")],
     model: Annotated[str, typer.Option("--model", "-m", help="the generator's model spec")],
@@ -38,11 +47,7 @@ def generate(
     temperature: Annotated[float, typer.Option(help="step 1 (question) temperature; the paper: 1")] = 1.0,
     choices_temperature: Annotated[float, typer.Option(help="step 2 (choices) temperature")] = 1.0,
     max_tokens: Annotated[int, typer.Option(min=1, help="reply length limit of each step")] = 1024,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="items in flight")] = None,
-    n_ctx: NCtx = 8192,
-    timeout: Timeout = 600.0,
-    retries: Retries = 4,
-    allow_host: AllowHost = None,
+    endpoints: GeneratorEndpoints = GeneratorEndpoints(n_ctx=8192),
     overwrite_review: Annotated[
         bool, typer.Option(help="replace a review.csv that reviewers already wrote in")
     ] = False,
@@ -59,14 +64,13 @@ def generate(
         temperature=temperature,
         choices_temperature=choices_temperature,
         max_tokens=max_tokens,
-        concurrency=concurrency,
+        concurrency=endpoints.concurrency,
         progress=progress,
         overwrite_review=overwrite_review,
     )
     settings.check()
     chosen = load_patients(notes, patients_file=patients, sample=sample, seed=seed)
-    backend = BackendOptions.from_cli(n_ctx, timeout, retries, concurrency, allow_host)
-    result = asyncio.run(_generate(chosen, model, backend, out, settings))
+    result = asyncio.run(_generate(chosen, model, endpoints.backend(), out, settings))
     typer.echo(result.to_text())
     warning = result.summary.get("warning")
     if warning:
@@ -86,7 +90,7 @@ async def _generate(
         await model.aclose()
 
 
-@app.command("import")
+@command(app, "import")
 def import_(
     review: Annotated[Path, typer.Argument(help="the filled review.csv")],
     out: Annotated[Path, typer.Option(help="the final QA jsonl (PhysioNet EHRNoteQA format)")],
