@@ -30,7 +30,8 @@ visits; reading such a block gives visit-less items again.
 
 Reader and writer stay one module on purpose: the writer is built to be a fixed point of the
 reader (times, code-line splitting, note dedenting, ``No visit`` blocks are each defined once and
-used both ways), so the two halves of that round trip change together.
+used both ways), so the two halves of that round trip change together. Bytes become elements in
+:mod:`clinieval.ehr.xml_tree`.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from xml.parsers import expat
 
 from clinieval.ehr.timeline import EVENT_DOMAINS, Event, Note, Person, Timeline, Visit
+from clinieval.ehr.xml_tree import XmlNode, parse_xml_tree
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_open
 
@@ -316,60 +317,6 @@ def write_xml(tl: Timeline, path: str | os.PathLike[str]) -> Path:
     return dest
 
 
-# -------------------------------------------------------------------------------- XML tree (expat)
-
-
-@dataclass
-class _Node:
-    tag: str
-    attrib: dict[str, str]
-    line: int
-    children: list[_Node] = field(default_factory=list)
-    parts: list[str | _Node] = field(default_factory=list)  # character data and children, in order
-
-    def text(self) -> str:
-        """All character data inside, children's included (a note or code should have no children)."""
-        return "".join(p if isinstance(p, str) else p.text() for p in self.parts)
-
-    def own_text(self) -> str:
-        return "".join(p for p in self.parts if isinstance(p, str))
-
-
-def _parse_tree(data: bytes | str, where: str) -> _Node:
-    parser = expat.ParserCreate()
-    parser.buffer_text = True
-    stack: list[_Node] = []
-    root: list[_Node] = []
-
-    def start(tag: str, attrib: dict[str, str]) -> None:
-        node = _Node(tag, attrib, parser.CurrentLineNumber)
-        if stack:
-            stack[-1].children.append(node)
-            stack[-1].parts.append(node)
-        else:
-            root.append(node)
-        stack.append(node)
-
-    def end(tag: str) -> None:
-        stack.pop()
-
-    def chars(data: str) -> None:
-        if stack:
-            stack[-1].parts.append(data)
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(data, True)
-    except expat.ExpatError as e:
-        msg = expat.ErrorString(e.code) if e.code else str(e)
-        raise UserError(f"{where}: malformed XML at line {e.lineno}, column {e.offset + 1}: {msg}") from None
-    except LookupError as e:  # expat looks up the encoding named by the XML declaration
-        raise UserError(f"{where}: malformed XML at line 1: the XML declaration names an {e}") from None
-    return root[0]
-
-
 # ---------------------------------------------------------------------------------------- readers
 
 
@@ -380,10 +327,10 @@ class _Ctx:
     person_seen: bool = False
     visit_n: int = 0
 
-    def fail(self, node: _Node, what: str) -> UserError:
+    def fail(self, node: XmlNode, what: str) -> UserError:
         return UserError(f"{self.where} line {node.line}: {what}")
 
-    def time(self, node: _Node, attr: str, day: date | None, required: bool = False) -> datetime | None:
+    def time(self, node: XmlNode, attr: str, day: date | None, required: bool = False) -> datetime | None:
         raw = node.attrib.get(attr)
         if raw is None or (not raw.strip() and not required):
             if required:
@@ -431,7 +378,7 @@ def _read_note_text(raw: str) -> str:
     return _dedent("\n".join(lines))
 
 
-def _read_person_block(ctx: _Ctx, node: _Node, at: datetime | None) -> None:
+def _read_person_block(ctx: _Ctx, node: XmlNode, at: datetime | None) -> None:
     fields: dict[str, str] = {}
     for line in node.own_text().split("\n"):
         key, sep, val = line.partition(":")
@@ -447,7 +394,7 @@ def _read_person_block(ctx: _Ctx, node: _Node, at: datetime | None) -> None:
     ctx.check_age(at, fields.get("age in days"), fields.get("age in years"))
 
 
-def _read_items(ctx: _Ctx, nodes: Iterable[_Node], day: date | None, visit_id: str | None) -> None:
+def _read_items(ctx: _Ctx, nodes: Iterable[XmlNode], day: date | None, visit_id: str | None) -> None:
     tl = ctx.tl
     for node in nodes:
         if node.tag == "person":
@@ -472,7 +419,7 @@ def _read_items(ctx: _Ctx, nodes: Iterable[_Node], day: date | None, visit_id: s
                 tl.events.append(e)
 
 
-def _read_record(ctx: _Ctx, root: _Node) -> None:
+def _read_record(ctx: _Ctx, root: XmlNode) -> None:
     for vnode in root.children:
         if vnode.tag != "visit":
             _read_items(ctx, [vnode], None, None)
@@ -481,7 +428,7 @@ def _read_record(ctx: _Ctx, root: _Node) -> None:
         vstart = ctx.time(vnode, "start", None)
         vtype = vnode.attrib.get("type", "NULL")
         vid = None if vtype == NO_VISIT else ctx.new_visit(vtype, vstart)
-        loose: list[_Node] = []
+        loose: list[XmlNode] = []
         for dnode in vnode.children:
             if dnode.tag != "day":
                 loose.append(dnode)
@@ -505,7 +452,7 @@ _RELEASE_DOMAINS = {
 }
 
 
-def _child_text(node: _Node | None, *path: str) -> str | None:
+def _child_text(node: XmlNode | None, *path: str) -> str | None:
     for tag in path:
         if node is None:
             return None
@@ -515,7 +462,7 @@ def _child_text(node: _Node | None, *path: str) -> str | None:
     return node.text().strip() or None
 
 
-def _read_release_person(ctx: _Ctx, node: _Node, at: datetime | None) -> None:
+def _read_release_person(ctx: _Ctx, node: XmlNode, at: datetime | None) -> None:
     raw_birth = _child_text(node, "birthdate")
     birth = None if raw_birth is None else parse_time(raw_birth)
     if raw_birth is not None and birth is None:
@@ -529,7 +476,7 @@ def _read_release_person(ctx: _Ctx, node: _Node, at: datetime | None) -> None:
     ctx.check_age(at, _child_text(node, "age", "days"), _child_text(node, "age", "years"))
 
 
-def _read_eventstream(ctx: _Ctx, root: _Node) -> None:
+def _read_eventstream(ctx: _Ctx, root: XmlNode) -> None:
     tl = ctx.tl
     if root.attrib.get("person_id"):
         tl.person.person_id = root.attrib["person_id"]
@@ -609,7 +556,7 @@ def read_xml(path_or_text: str | os.PathLike[str], person_id: str | None = None)
             data = p.read_bytes()
         except OSError as e:
             raise UserError(f"cannot read MedAlign EHR {p}: {e.strerror or e}") from None
-    root = _parse_tree(data, where)
+    root = parse_xml_tree(data, where)
     tl = Timeline(person=Person(person_id or stem or "unknown"), issues=Counter())
     ctx = _Ctx(where, tl)
     if root.tag == "record":
