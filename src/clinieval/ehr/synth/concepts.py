@@ -43,27 +43,31 @@ U_KG = _unit(9529, "kilogram", "kg")
 U_CM = _unit(8582, "centimeter", "cm")
 U_KGM2 = _unit(9531, "kilogram per square meter", "kg/m2")
 
+
+def _standard(cid: int, name: str, domain: str, code: str) -> Concept:
+    """An OMOP standard concept of a vocabulary named after its domain (visit, gender, race, ...)."""
+    return Concept(cid, name, domain, domain, domain, code)
+
+
 VISIT_TYPES: dict[str, Concept] = {
-    "IP": Concept(9201, "Inpatient Visit", "Visit", "Visit", "Visit", "IP"),
-    "OP": Concept(9202, "Outpatient Visit", "Visit", "Visit", "Visit", "OP"),
-    "ER": Concept(9203, "Emergency Room Visit", "Visit", "Visit", "Visit", "ER"),
+    "IP": _standard(9201, "Inpatient Visit", "Visit", "IP"),
+    "OP": _standard(9202, "Outpatient Visit", "Visit", "OP"),
+    "ER": _standard(9203, "Emergency Room Visit", "Visit", "ER"),
 }
 GENDERS: dict[str, Concept] = {
-    "M": Concept(8507, "MALE", "Gender", "Gender", "Gender", "M"),
-    "F": Concept(8532, "FEMALE", "Gender", "Gender", "Gender", "F"),
+    "M": _standard(8507, "MALE", "Gender", "M"),
+    "F": _standard(8532, "FEMALE", "Gender", "F"),
 }
 RACES: dict[str, Concept] = {
-    "white": Concept(8527, "White", "Race", "Race", "Race", "5"),
-    "black": Concept(8516, "Black or African American", "Race", "Race", "Race", "3"),
-    "asian": Concept(8515, "Asian", "Race", "Race", "Race", "2"),
+    "white": _standard(8527, "White", "Race", "5"),
+    "black": _standard(8516, "Black or African American", "Race", "3"),
+    "asian": _standard(8515, "Asian", "Race", "2"),
 }
 ETHNICITIES: dict[str, Concept] = {
-    "hispanic": Concept(38003563, "Hispanic or Latino", "Ethnicity", "Ethnicity", "Ethnicity", "Hispanic"),
-    "nonhispanic": Concept(
-        38003564, "Not Hispanic or Latino", "Ethnicity", "Ethnicity", "Ethnicity", "Not Hispanic"
-    ),
+    "hispanic": _standard(38003563, "Hispanic or Latino", "Ethnicity", "Hispanic"),
+    "nonhispanic": _standard(38003564, "Not Hispanic or Latino", "Ethnicity", "Not Hispanic"),
 }
-TYPE_CONCEPT = Concept(TYPE_EHR, "EHR", "Type Concept", "Type Concept", "Type Concept", "OMOP4976890")
+TYPE_CONCEPT = _standard(TYPE_EHR, "EHR", "Type Concept", "OMOP4976890")
 
 
 def _note_class(n: int, name: str, code: str) -> Concept:
