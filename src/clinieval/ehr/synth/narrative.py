@@ -20,6 +20,21 @@ from clinieval.ehr.synth.clinical import CHRONIC_DRUGS, HPI_LINES, PLAN_LINES, V
 from clinieval.ehr.synth.labs import LABS
 from clinieval.ehr.timeline import Person, Visit
 
+Measured = tuple[datetime, str, float]
+"""A measurement of a stay: when, its LOINC code, its value."""
+
+_BODY_SIZE = ("29463-7", "8302-2", "39156-5")
+"""Body weight, height and BMI (LOINC): measured like vitals, left out of some notes' results."""
+
+
+def _vitals_and_results(
+    labs: list[Measured], *, body_size: bool = True
+) -> tuple[list[Measured], list[Measured]]:
+    """A stay's measurements split into vital signs and the rest (without body size if not ``body_size``)."""
+    vitals = [x for x in labs if x[1] in VITALS]
+    results = [x for x in labs if x[1] not in VITALS and (body_size or x[1] not in _BODY_SIZE)]
+    return vitals, results
+
 
 @dataclass(slots=True)
 class Stay:
@@ -28,7 +43,7 @@ class Stay:
     visit: Visit
     code: str  # OP / ER / IP
     reason: Reason | None = None
-    labs: list[tuple[datetime, str, float]] = field(default_factory=list)
+    labs: list[Measured] = field(default_factory=list)
     new_conditions: list[str] = field(default_factory=list)
     drugs: list[str] = field(default_factory=list)
     procedures: list[str] = field(default_factory=list)
@@ -68,7 +83,7 @@ class NoteWriter:
         return f"a history of {', '.join(names[:-1])} and {names[-1]}"
 
     @staticmethod
-    def result_line(labs: list[tuple[datetime, str, float]], keys: tuple[str, ...] | None = None) -> str:
+    def result_line(labs: list[Measured], keys: tuple[str, ...] | None = None) -> str:
         parts = []
         for _, loinc, v in labs:
             if keys is not None and loinc not in keys:
@@ -79,7 +94,7 @@ class NoteWriter:
         return "; ".join(parts) + "." if parts else "none."
 
     @staticmethod
-    def vitals_line(labs: list[tuple[datetime, str, float]]) -> str:
+    def vitals_line(labs: list[Measured]) -> str:
         last = {loinc: v for _, loinc, v in labs}
         f = {k: LABS[k].fmt(v) for k, v in last.items()}
         bits = []
@@ -131,9 +146,7 @@ class NoteWriter:
             hpi.append(rng.choice(HPI_LINES[key]))
         if j == 0:
             hpi.append(f"Tobacco use: {self.smoking.lower()}.")
-        non_vital = [
-            x for x in stay.labs if x[1] not in VITALS and x[1] not in ("29463-7", "8302-2", "39156-5")
-        ]
+        _, non_vital = _vitals_and_results(stay.labs, body_size=False)
         plan = []
         for i, key in enumerate(self.chronic, 1):
             cd = CONDITIONS[key]
@@ -168,8 +181,7 @@ class NoteWriter:
         assert r is not None and stay.visit.start is not None
         cd = CONDITIONS[r.condition]
         days = self.rng.randint(2, 5)
-        vit = [x for x in stay.labs if x[1] in VITALS]
-        res = [x for x in stay.labs if x[1] not in VITALS]
+        vit, res = _vitals_and_results(stay.labs)
         treat = ", ".join(DRUGS[d].concept.name for d in r.treat) or "supportive care"
         procs = ", ".join(PROCEDURES[p].name.lower() for p in r.procedures)
         return (
@@ -191,8 +203,7 @@ class NoteWriter:
         r = stay.reason
         assert r is not None and stay.visit.start is not None
         cd = CONDITIONS[r.condition]
-        vit = [x for x in stay.labs if x[1] in VITALS]
-        res = [x for x in stay.labs if x[1] not in VITALS and x[1] not in ("29463-7", "8302-2", "39156-5")]
+        vit, res = _vitals_and_results(stay.labs, body_size=False)
         return (
             f"HISTORY AND PHYSICAL\nAdmission: {stay.visit.start:%Y-%m-%d %H:%M}\n\n"
             f"CHIEF COMPLAINT: {r.complaint.capitalize()}.\n\n"
@@ -212,11 +223,12 @@ class NoteWriter:
         assert stay.reason is not None
         today = [x for x in stay.labs if x[0].date() == (stay.labs[-1][0]).date()]
         trend = "improving" if w < 0.6 else "slowly improving" if w < 0.9 else "unchanged"
+        vit, res = _vitals_and_results(today)
         return (
             f"HOSPITAL DAY {day} PROGRESS NOTE\n"
             f"Subjective: {self.pronoun()} reports symptoms are {trend}.\n"
-            f"Objective: {self.vitals_line([x for x in today if x[1] in VITALS])} "
-            f"Labs: {self.result_line([x for x in today if x[1] not in VITALS])}\n"
+            f"Objective: {self.vitals_line(vit)} "
+            f"Labs: {self.result_line(res)}\n"
             f"Assessment and plan: {CONDITIONS[stay.reason.condition].snomed.name}, {trend}. "
             f"Continue current management."
         )
