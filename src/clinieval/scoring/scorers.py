@@ -104,6 +104,7 @@ class LoglikScorer:
     def name(self) -> str:
         """The scorer's name (a subclass's field or property)."""
         raise NotImplementedError
+
     LOGLIK_FIX: ClassVar[str]
 
     def score(self, record: SampleRecord) -> Score:
