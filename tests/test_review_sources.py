@@ -28,9 +28,11 @@ from clinieval.review.sources import (
     Converted,
     ReviewSource,
     check_sources,
+    export_verdicts,
     one_verdict_per_item,
     pick_source,
     read_export,
+    refuse_strangers,
     study_kind,
     table_columns,
 )
@@ -198,6 +200,22 @@ def test_one_verdict_per_item(tmp_path: Path) -> None:
         read_export(path, "rewrite")
     agreed = one_verdict_per_item(rows[:2], ("decision",))
     assert [r.reviewer for r in agreed["q1"]] == ["ann", "bob"]
+
+
+def test_export_verdicts_and_strangers(tmp_path: Path) -> None:
+    """The shared start of every benchmark's way back: one verdict per item from the export's
+    table, and verdicts on items the benchmark's file lacks refused, naming the first."""
+    path, review = tmp_path / "questions.csv", tmp_path / "r.csv"
+    path.write_text("item,reviewer,decision\nq1,ann,keep\nq2,ann,discard\nq9,ann,keep\n", encoding="utf-8")
+    verdicts = export_verdicts(path, ("decision",), ("ann",))
+    decided = {k: v[0].cells["decision"] for k, v in verdicts.items()}
+    assert decided == {"q1": "keep", "q2": "discard", "q9": "keep"}
+    refuse_strangers(path, ["q1", "q2"], {"q1", "q2", "q3"}, noun="item", source=review, named="x")
+    with pytest.raises(UserError) as caught:
+        refuse_strangers(path, verdicts, ["q1", "q2"], noun="item", source=review, named="review.csv")
+    assert str(caught.value) == (
+        f"{path}: item q9 is not in {review} (1 such); give the review.csv the study was imported from"
+    )
 
 
 # --- MedAlign arms ------------------------------------------------------------------------------------

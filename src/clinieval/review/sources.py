@@ -19,7 +19,7 @@ import csv
 import gzip
 import json
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -341,3 +341,24 @@ def one_verdict_per_item(
                 )
         out[item] = group
     return out
+
+
+def export_verdicts(
+    export: Path, columns: Sequence[str], prefer: Sequence[str] = ()
+) -> dict[str, list[ExportRow]]:
+    """Each item's verdict (:func:`one_verdict_per_item`, compared on ``columns``) from the
+    export's table ``export``: how a benchmark's way back from review starts."""
+    return one_verdict_per_item(read_export(export, *columns), columns, prefer)
+
+
+def refuse_strangers(
+    export: Path, verdicts: Iterable[str], known: Container[str], *, noun: str, source: Path, named: str
+) -> None:
+    """Refuse verdicts on items the benchmark's file ``source`` lacks (``noun``: what an item is
+    there; ``named``: what the file is called): they come from a study made from another file."""
+    strangers = [i for i in verdicts if i not in known]
+    if strangers:
+        raise UserError(
+            f"{export}: {noun} {shown(strangers[0])} is not in {source} ({len(strangers)} such); give the"
+            f" {named} the study was imported from"
+        )

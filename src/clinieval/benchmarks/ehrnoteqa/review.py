@@ -221,19 +221,14 @@ def fill_review(export: Path, review: Path, out: Path, prefer: Sequence[str] = (
     error, and a verdict for an item the review lacks came from another build. Reviewers of one
     item must agree unless ``prefer`` says whose verdict wins."""
     from clinieval.benchmarks.ehrnoteqa.build.review import REVIEW_COLUMNS, read_review, write_review
-    from clinieval.review.sources import one_verdict_per_item, read_export
+    from clinieval.review.sources import export_verdicts, refuse_strangers
 
     if out.exists() and out.resolve() == export.resolve():
         raise UserError(f"{out} is the export; write the filled review somewhere else")
-    verdicts = one_verdict_per_item(read_export(export, "decision", *FIELDS), ("decision", *FIELDS), prefer)
+    verdicts = export_verdicts(export, ("decision", *FIELDS), prefer)
     table = read_review(review)
     ids = [r.cells["item_id"].strip() for r in table.rows]
-    strangers = [i for i in verdicts if i not in ids]
-    if strangers:
-        raise UserError(
-            f"{export}: item {shown(strangers[0])} is not in {review} ({len(strangers)} such); give the"
-            " review.csv the study was imported from"
-        )
+    refuse_strangers(export, verdicts, ids, noun="item", source=review, named="review.csv")
     missing = [i for i in ids if i not in verdicts]
     if missing:
         raise UserError(

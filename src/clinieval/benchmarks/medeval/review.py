@@ -134,7 +134,7 @@ def labelled_sentences(export: Path, sentences: Path, out: Path, prefer: Sequenc
     from clinieval.benchmarks.medeval.synth.writer import SENTENCE_COLUMNS, sentence_row
     from clinieval.benchmarks.medeval.tables import load_sentences
     from clinieval.fsutil import atomic_write_csv, atomic_write_jsonl
-    from clinieval.review.sources import one_verdict_per_item, read_export
+    from clinieval.review.sources import export_verdicts, refuse_strangers
 
     table = sentence_table(sentences)
     if table is None:
@@ -144,15 +144,10 @@ def labelled_sentences(export: Path, sentences: Path, out: Path, prefer: Sequenc
     if out.exists() and out.resolve() in (table.resolve(), export.resolve()):
         raise UserError(f"--out {out} is an input; write the labelled table to a new file")
     columns = (*LABELS, "rewrite")
-    verdicts = one_verdict_per_item(read_export(export, *columns), columns, prefer)
+    verdicts = export_verdicts(export, columns, prefer)
     originals = load_sentences(table)
     known = {s.id for s in originals}
-    strangers = [i for i in verdicts if i not in known]
-    if strangers:
-        raise UserError(
-            f"{export}: sentence {shown(strangers[0])} is not in {table} ({len(strangers)} such); give the"
-            " sentence table the study was imported from"
-        )
+    refuse_strangers(export, verdicts, known, noun="sentence", source=table, named="sentence table")
     rows: list[dict[str, object]] = []
     dropped = 0
     for original in originals:
