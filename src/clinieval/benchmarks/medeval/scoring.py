@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 from clinieval.benchmarks.medeval.parsing import QualifiedRule, read_codes, read_label
 from clinieval.sample_record import SampleRecord
-from clinieval.scoring.scorers import failed_score, generated_output
+from clinieval.scoring.scorers import AnswerScorer
 from clinieval.types import Score
 
 
@@ -34,9 +34,10 @@ class AnswerReader(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class MedEvalScorer:
-    """A task's scorer, ``medeval_<task>``: a failed call is unscored (with its error kind), any
-    other answer goes to ``read``."""
+class MedEvalScorer(AnswerScorer):
+    """A task's scorer, ``medeval_<task>``: a failed call is unscored (with its error kind, as
+    :class:`~clinieval.scoring.scorers.AnswerScorer` does for every scorer), any other answer goes
+    to ``read``."""
 
     task: str
     read: AnswerReader
@@ -47,11 +48,8 @@ class MedEvalScorer:
     def name(self) -> str:
         return f"medeval_{self.task}"
 
-    def score(self, record: SampleRecord) -> Score:
-        out = generated_output(record, self.name)
-        if not out.ok:
-            return failed_score(out.error_kind, out.error_message)
-        return self.read(out.text, record)
+    def score_text(self, record: SampleRecord, text: str) -> Score:
+        return self.read(text, record)
 
 
 @dataclass(frozen=True, slots=True)

@@ -230,31 +230,44 @@ def _findings(item: ReportItem, knobs: TaskKnobs) -> JSON:
     return {"findings": paper.findings_of(item)}
 
 
-ABNORMALITY = SentenceTask(
-    name="abnormality",
-    title="Abnormality identification (sentence NLU)",
-    answers=LabelAnswers(ABNORMALITY_LABELS, lambda item: item.abnormal),
-    paper_shots=2,
-    paper_examples=paper.ABNORMALITY_EXAMPLES,
-    main_metric="accuracy",
-    item_metric="accuracy",
-    build=paper.abnormality_prompt,
-    line=_label_line,
-    usable=lambda item: item.abnormal is not None,
-    target=_label_target,
+def _label_task(
+    name: TaskName,
+    title: str,
+    answers: LabelAnswers,
+    examples: tuple[str, ...],
+    build: Callable[[SentenceItem, Shots, bool], str],
+) -> SentenceTask:
+    """A sentence-classification task: a sentence is usable when it carries the task's flag, its
+    gold answer and example label are the flag's word, and the paper's NLU setting gives it as many
+    examples as classes and accuracy as its headline."""
+    return SentenceTask(
+        name=name,
+        title=title,
+        answers=answers,
+        paper_shots=len(answers.labels),
+        paper_examples=examples,
+        main_metric="accuracy",
+        item_metric="accuracy",
+        build=build,
+        line=_label_line,
+        usable=lambda item: answers.flag(item) is not None,
+        target=_label_target,
+    )
+
+
+ABNORMALITY = _label_task(
+    "abnormality",
+    "Abnormality identification (sentence NLU)",
+    LabelAnswers(ABNORMALITY_LABELS, lambda item: item.abnormal),
+    paper.ABNORMALITY_EXAMPLES,
+    paper.abnormality_prompt,
 )
-AMBIGUITY = SentenceTask(
-    name="ambiguity",
-    title="Ambiguity identification (sentence NLU)",
-    answers=LabelAnswers(AMBIGUITY_LABELS, lambda item: item.ambiguous),
-    paper_shots=2,
-    paper_examples=paper.AMBIGUITY_EXAMPLES,
-    main_metric="accuracy",
-    item_metric="accuracy",
-    build=paper.ambiguity_prompt,
-    line=_label_line,
-    usable=lambda item: item.ambiguous is not None,
-    target=_label_target,
+AMBIGUITY = _label_task(
+    "ambiguity",
+    "Ambiguity identification (sentence NLU)",
+    LabelAnswers(AMBIGUITY_LABELS, lambda item: item.ambiguous),
+    paper.AMBIGUITY_EXAMPLES,
+    paper.ambiguity_prompt,
 )
 REWRITING = SentenceTask(
     name="rewriting",
