@@ -1,7 +1,7 @@
 """Writing the synthetic corpus as a MedEval-shaped folder that :func:`~..data.load_folder` reads.
 
 The folder holds ``synthetic-sentences.jsonl`` and ``synthetic-reports.jsonl`` (or ``.csv``), the
-tables of :mod:`..data`; ``observations.json``, each domain's full code set; ``manifest.json``
+tables of :mod:`..tables`; ``observations.json``, each domain's full code set; ``manifest.json``
 (format, seed, counts, label balance, ``"synthetic": true``); and a ``README.md`` saying what it
 is. The file names, the ids (``synthetic-s000001``), the manifest and the README all say
 "synthetic", so the corpus cannot pass for MedEval's data. The folder is built beside its target
