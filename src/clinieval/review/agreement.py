@@ -41,7 +41,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import finite_json
 from clinieval.review.db import Answer, Assignment, Item, User, read_session
 from clinieval.review.items import excerpt
-from clinieval.review.store import get_study
+from clinieval.review.store import get_study, submitted_reviews
 from clinieval.review.study_kinds import Measure, get_kind
 
 T = TypeVar("T")
@@ -76,13 +76,7 @@ def _submitted(engine: Engine, study: str) -> tuple[str, dict[str, Any], list[Su
     """The study's kind, config and (reviewer, item, payload, answer key -> model) per submission."""
     with read_session(engine) as s:
         row = get_study(s, study)
-        rows = s.execute(
-            select(User.name, Item.key, Assignment.payload, Item.id)
-            .join(User, Assignment.user_id == User.id)
-            .join(Item, Assignment.item_id == Item.id)
-            .where(Assignment.study_id == row.id, Assignment.status == "submitted")
-            .order_by(Item.id, User.name)
-        ).all()
+        rows = s.execute(submitted_reviews(row, User.name, Item.key, Assignment.payload, Item.id)).all()
         sources: dict[int, dict[str, str]] = defaultdict(dict)
         for item_id, key, source in s.execute(
             select(Answer.item_id, Answer.key, Answer.source)
@@ -439,19 +433,9 @@ def disagreements(engine: Engine, study: str, on: str | None = None) -> Disagree
         if measure is None:
             names = ", ".join(m.key for m in measures)
             raise UnknownMeasure(f"study {study!r} has no measure {on!r}; it has {names}")
-        reviews = s.execute(
-            select(
-                User.name,
-                Item.id,
-                Item.key,
-                func.substr(Item.prompt, 1, 4 * EXCERPT_CHARS),
-                Assignment.payload,
-            )
-            .join(User, Assignment.user_id == User.id)
-            .join(Item, Assignment.item_id == Item.id)
-            .where(Assignment.study_id == row.id, Assignment.status == "submitted")
-            .order_by(Item.id, User.name)
-        ).all()
+        start = func.substr(Item.prompt, 1, 4 * EXCERPT_CHARS)
+        columns = (User.name, Item.id, Item.key, start, Assignment.payload)
+        reviews = s.execute(submitted_reviews(row, *columns)).all()
         texts: dict[int, dict[str, str]] = defaultdict(dict)
         if measure.per_answer:
             for item_id, key, text in s.execute(

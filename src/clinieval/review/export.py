@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.orm import selectinload
 
 from clinieval.errors import UserError
@@ -71,14 +71,8 @@ def submitted_rows(engine: Engine, study: str) -> list[dict[str, Any]]:
     no session data exist in these rows."""
     with read_session(engine) as s:
         row = store.get_study(s, study)
-        assignments = s.execute(
-            select(Assignment, User.name)
-            .join(User, Assignment.user_id == User.id)
-            .join(Item, Assignment.item_id == Item.id)
-            .where(Assignment.study_id == row.id, Assignment.status == "submitted")
-            .options(selectinload(Assignment.item).selectinload(Item.answers))
-            .order_by(Item.id, User.name)
-        ).all()
+        answers = selectinload(Assignment.item).selectinload(Item.answers)
+        assignments = s.execute(store.submitted_reviews(row, Assignment, User.name).options(answers)).all()
         out: list[dict[str, Any]] = []
         for a, reviewer in assignments:
             sources = {ans.key: ans.source for ans in a.item.answers}

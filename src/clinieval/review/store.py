@@ -18,14 +18,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from clinieval.errors import UserError, shown
 from clinieval.review.db import (
     SCHEMA_REVISION,
+    Assignment,
+    Item,
     Study,
+    User,
     database_url,
     make_engine,
     read_session,
@@ -170,6 +173,18 @@ def get_study(session: Session, name: str) -> Study:
         there = f"the studies are {', '.join(names)}" if names else "there are no studies yet"
         raise NotFound(f"no study named {name!r}; {there}")
     return study
+
+
+def submitted_reviews(study: Study, *columns: Any) -> Select[Any]:
+    """``columns`` of every submitted review of ``study``, by item (import order), then reviewer
+    name (the order the agreement, the disagreements and the export all read them in)."""
+    return (
+        select(*columns)
+        .join(User, Assignment.user_id == User.id)
+        .join(Item, Assignment.item_id == Item.id)
+        .where(Assignment.study_id == study.id, Assignment.status == "submitted")
+        .order_by(Item.id, User.name)
+    )
 
 
 def list_studies(engine: Engine) -> list[Study]:

@@ -159,29 +159,23 @@ def _icc_rows(section: Mapping[str, Any]) -> tuple[Row, ...]:
         )
     k = icc.get("raters_per_unit")
     units, model = str(icc.get("units", "")), str(icc.get("model", ""))
-    return (
+    names = {
+        "single": f"{icc.get('name_single', 'ICC')}: one reviewer's score ({model})",
+        "average": f"{icc.get('name_average', 'ICC')}: the mean of {k} reviewers' scores",
+    }
+    return tuple(
         _row(
-            "icc_single",
-            f"{icc.get('name_single', 'ICC')}: one reviewer's score ({model})",
-            icc.get("single"),
+            f"icc_{which}",
+            name,
+            icc.get(which),
             why,
             "icc",
-            ci=interval(icc.get("ci_single")),
+            ci=interval(icc.get(f"ci_{which}")),
             units=units,
             raters=str(k),
-            band=band(icc.get("single"), ICC_BANDS),
-        ),
-        _row(
-            "icc_average",
-            f"{icc.get('name_average', 'ICC')}: the mean of {k} reviewers' scores",
-            icc.get("average"),
-            why,
-            "icc",
-            ci=interval(icc.get("ci_average")),
-            units=units,
-            raters=str(k),
-            band=band(icc.get("average"), ICC_BANDS),
-        ),
+            band=band(icc.get(which), ICC_BANDS),
+        )
+        for which, name in names.items()
     )
 
 
