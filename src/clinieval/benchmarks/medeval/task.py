@@ -26,7 +26,6 @@ from clinieval.benchmarks.medeval.parsing import QualifiedRule
 from clinieval.benchmarks.medeval.task_table import TASK_TABLE, MedEvalTask
 from clinieval.errors import UserError
 from clinieval.models.base import Model
-from clinieval.scoring.scorers import Scorer
 from clinieval.session import ArmSettings, RunResult, run_arm
 from clinieval.task import PromptTemplate, Task
 from clinieval.types import JSON, GenerationConfig, Sample
@@ -97,10 +96,6 @@ def _sample(entry: MedEvalTask, item: Item, shots: Shots, settings: MedEvalSetti
     prompt, target, fields = entry.sample_parts(item, shots, settings)
     meta: JSON = {"task": entry.name, "domain": item.domain, "split": item.split} | fields
     return Sample(id=item.id, input=prompt, target=target, metadata=meta)
-
-
-def scorers_for(task: TaskName, rule: QualifiedRule = "paper") -> tuple[Scorer, ...]:
-    return (TASK_TABLE[task].scorer(rule),)
 
 
 @dataclass(frozen=True, slots=True)
