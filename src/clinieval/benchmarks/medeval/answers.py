@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clinieval.benchmarks.medeval.arm_metrics import code_metrics, label_metrics, macro_f1, text_metrics
-from clinieval.benchmarks.medeval.arms import Arm, Settings
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS, ReportItem, SentenceItem
 from clinieval.benchmarks.medeval.parsing import QualifiedRule
 from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, MedEvalScorer, TextOverlap
 from clinieval.errors import UserError
+
+if TYPE_CHECKING:  # run folders (clinieval.runs) load only where arms are read
+    from clinieval.benchmarks.medeval.arms import Arm, Settings
 
 JSON = dict[str, Any]
 Labels = tuple[str, ...]

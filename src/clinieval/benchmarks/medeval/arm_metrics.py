@@ -17,11 +17,13 @@ over items.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clinieval.benchmarks.medeval.arms import Arm, Settings
 from clinieval.errors import UserError
 from clinieval.sample_record import SampleRecord
+
+if TYPE_CHECKING:  # run folders (clinieval.runs) load only where arms are read
+    from clinieval.benchmarks.medeval.arms import Arm, Settings
 
 JSON = dict[str, Any]
 
