@@ -18,6 +18,7 @@ from clinieval.cli_commands import (
     Endpoints,
     ExecutorOptions,
     JudgeOptions,
+    JudgeSampling,
     OptionGroup,
     command,
     judge_runs,
@@ -122,13 +123,21 @@ def test_judge_options_speak_of_the_judge_and_refuse_a_bad_fraction_first() -> N
     app = _app_with(go)
     options = _options(app)
     assert list(options) == [
-        "n_ctx", "timeout", "retries", "concurrency", "allow_host", "progress", "allow_failures",
+        "judge_temperature", "limit", "n_ctx", "timeout", "retries", "concurrency", "allow_host",
+        "progress", "allow_failures",
     ]  # fmt: skip
     assert options["n_ctx"].help == "context window of an embedded judge"  # type: ignore[attr-defined]
     done = runner.invoke(app, ["go", "--allow-failures", "lots"])
     assert isinstance(done.exception, UserError) and "--allow-failures" in str(done.exception)
     assert not ran  # refused before the command's body
     assert JudgeOptions(allow_failures="0.25").allowed() == 0.25
+    call = JudgeOptions(n_ctx=2048, concurrency=2, limit=7, progress=False).call()
+    assert (call["backend"].n_ctx, call["concurrency"], call["limit"], call["progress"]) == (
+        2048,
+        2,
+        7,
+        False,
+    )
 
 
 def test_a_python_caller_gets_the_function_itself() -> None:
@@ -157,7 +166,7 @@ def test_a_group_default_of_another_type_is_refused() -> None:
 
 
 def test_every_group_field_has_a_default() -> None:
-    for group in (Endpoints, ArmOptions, JudgeOptions, ExecutorOptions):
+    for group in (Endpoints, ArmOptions, JudgeSampling, JudgeOptions, ExecutorOptions):
         assert issubclass(group, OptionGroup)
         group()  # constructible from defaults alone: a command may leave the group out
 

@@ -10,8 +10,8 @@ again. Here a block is an :class:`OptionGroup`: a frozen dataclass whose fields 
 parameter, registers with :func:`command` instead of ``app.command``, and receives one instance::
 
     @command(app)
-    def run(model: ArmModels, limit: Limit = None, arms: ArmOptions = ArmOptions(n_ctx=8192)) -> None:
-        backend = arms.backend()
+    def run(model: ArmModels, arms: ArmOptions = ArmOptions(n_ctx=8192)) -> None:
+        settings = arms.apply_to(MyArmSettings(...), limit=None)  # backend, overwrite, progress, ...
 
 The command line still shows ``--n-ctx``, ``--timeout``, ... under their own names, in the group's
 field order, at the group's place. The default instance sets this command's defaults; a subclass
@@ -32,7 +32,7 @@ import typing
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, TypeVar
 
 import typer
 
@@ -40,6 +40,8 @@ from clinieval.cli_options import (
     AllowHost,
     AllowJudgeFailures,
     Concurrency,
+    JudgeLimit,
+    JudgeTemperature,
     NCtx,
     OverwriteArms,
     Retries,
@@ -116,9 +118,28 @@ class ArmOptions(Endpoints):
 
 
 @dataclass(frozen=True)
-class JudgeOptions(Endpoints):
-    """A ``judge`` command: the judge's endpoint options, progress bars and the share of failed
-    judge calls accepted. A malformed ``--allow-failures`` is refused when the command starts,
+class JudgeSampling(OptionGroup):
+    """How a judge samples, and how many answers of each arm it reads."""
+
+    judge_temperature: JudgeTemperature = 0.0
+    limit: JudgeLimit = None
+
+
+class JudgeCall(TypedDict):
+    """The keyword arguments every judging function (``judge_folder``, a benchmark's own) takes
+    from a judge command's options."""
+
+    backend: BackendOptions
+    concurrency: int | None
+    limit: int | None
+    progress: bool
+
+
+@dataclass(frozen=True)
+class JudgeOptions(Endpoints, JudgeSampling):
+    """A ``judge`` command: the judge's sampling and limit, its endpoint options, progress bars
+    and the share of failed judge calls accepted, in that order (a dataclass puts the fields of
+    its last base first). A malformed ``--allow-failures`` is refused when the command starts,
     before any judge is opened."""
 
     n_ctx: Annotated[int, typer.Option(help="context window of an embedded judge")] = 4096
@@ -133,6 +154,12 @@ class JudgeOptions(Endpoints):
         from clinieval.failures import parse_allowed
 
         return parse_allowed(self.allow_failures)
+
+    def call(self) -> JudgeCall:
+        """What each judging call is given: the backend, requests in flight, limit, progress."""
+        return JudgeCall(
+            backend=self.backend(), concurrency=self.concurrency, limit=self.limit, progress=self.progress
+        )
 
 
 @dataclass(frozen=True)
@@ -249,13 +276,7 @@ def judge_runs(
 
 
 def rubric_judge(
-    spec: str,
-    rubric: Rubric,
-    options: JudgeOptions,
-    *,
-    repeats: int,
-    generation: GenerationConfig,
-    limit: int | None,
+    spec: str, rubric: Rubric, options: JudgeOptions, *, repeats: int, generation: GenerationConfig
 ) -> JudgeOne:
     """Judging one run folder with ``rubric`` by the judge ``spec`` names, for :func:`judge_runs`."""
 
@@ -263,16 +284,7 @@ def rubric_judge(
         from clinieval.judge.run import judge_folder
         from clinieval.runs import RunDir
 
-        return await judge_folder(
-            RunDir.open(path),
-            spec,
-            rubric,
-            backend=options.backend(),
-            repeats=repeats,
-            generation=generation,
-            concurrency=options.concurrency,
-            limit=limit,
-            progress=options.progress,
-        )
+        run = RunDir.open(path)
+        return await judge_folder(run, spec, rubric, repeats=repeats, generation=generation, **options.call())
 
     return judge

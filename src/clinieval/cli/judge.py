@@ -10,13 +10,14 @@ the command exit 3 (``errors.EXIT_FAILED_ITEMS``) unless ``--allow-failures``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from clinieval.cli_commands import JudgeOptions, judge_runs, rubric_judge
-from clinieval.cli_options import JudgeSpec, JudgeTemperature
+from clinieval.cli_options import JudgeSpec, NCtx
 
 if TYPE_CHECKING:
     from clinieval.judge.catalog import RubricEntry, RubricOptions
@@ -28,6 +29,16 @@ def known_rubrics() -> dict[str, RubricEntry]:
     from clinieval.judge.catalog import SHARED_RUBRICS, rubric_mapping
 
     return rubric_mapping([*SHARED_RUBRICS, *(r for b in BENCHMARKS for r in b.rubrics())])
+
+
+@dataclass(frozen=True)
+class RunJudging(JudgeOptions):
+    """The judge options, worded for any run folder rather than a benchmark's arms."""
+
+    limit: Annotated[int | None, typer.Option(min=1, help="judge only the first N answers of each run")] = (
+        None
+    )
+    n_ctx: NCtx = 4096
 
 
 def judge(
@@ -47,11 +58,7 @@ def judge(
     max_tokens: Annotated[
         int | None, typer.Option(min=1, help="judge reply limit (default: the rubric's own)")
     ] = None,
-    judge_temperature: JudgeTemperature = 0.0,
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="judge only the first N answers of each run")
-    ] = None,
-    judging: JudgeOptions = JudgeOptions(),
+    judging: RunJudging = RunJudging(),
 ) -> None:
     """Judge every answer in RUNS with a rubric; scores go to RUN/scores/RUBRIC.jsonl.
 
@@ -59,9 +66,9 @@ def judge(
     by kind with their fix; a failed judge call exits 3 unless --allow-failures.
     """
     entry = _pick(rubric, snippets)
-    generation = entry.judge_generation(max_tokens, judge_temperature)
+    generation = entry.judge_generation(max_tokens, judging.judge_temperature)
     built = entry.build(_options(snippets))
-    judge_one = rubric_judge(judge_model, built, judging, repeats=repeats, generation=generation, limit=limit)
+    judge_one = rubric_judge(judge_model, built, judging, repeats=repeats, generation=generation)
     judge_runs(runs, judging, judge_one, shrink="--snippets" if entry.uses_snippets else None)
 
 

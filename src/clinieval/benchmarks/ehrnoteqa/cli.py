@@ -19,9 +19,7 @@ from clinieval.cli_options import (
     ArmModels,
     ArmRuns,
     DemoModels,
-    JudgeLimit,
     JudgeSpec,
-    JudgeTemperature,
     ShowProgress,
     command_group,
     echo_run,
@@ -129,8 +127,6 @@ def judge(
     max_tokens: Annotated[
         int | None, typer.Option(min=1, help="judge reply limit (default: 16 for mc, 256 for free)")
     ] = None,
-    judge_temperature: JudgeTemperature = 0.0,
-    limit: JudgeLimit = None,
     judging: JudgeOptions = JudgeOptions(n_ctx=8192),
 ) -> None:
     """Judge every arm's answers N times: the paper's yes/no prompt for mc, the 0/1 judge for free.
@@ -141,16 +137,14 @@ def judge(
     from clinieval.benchmarks.ehrnoteqa.task import judge_arm
 
     async def judge_one(path: Path) -> JudgeResult:
+        temperature = judging.judge_temperature
         return await judge_arm(
             path,
             judge_model,
             repeats=repeats,
-            backend=judging.backend(),
             max_tokens=max_tokens,
-            temperature=judge_temperature,
-            concurrency=judging.concurrency,
-            limit=limit,
-            progress=judging.progress,
+            temperature=temperature,
+            **judging.call(),
         )
 
     judge_runs(runs, judging, judge_one)

@@ -21,9 +21,7 @@ from clinieval.cli_options import (
     BootstrapSeed,
     ConfidenceLevel,
     DemoModels,
-    JudgeLimit,
     JudgeSpec,
-    JudgeTemperature,
     ShowProgress,
     command_group,
     echo_run,
@@ -234,8 +232,6 @@ def judge(
     repeats: Annotated[int, typer.Option(min=1, help="judge each answer N times (distinct requests)")] = 5,
     snippets: Annotated[int, typer.Option(min=0, help="BM25 EHR excerpts shown to the judge")] = 5,
     max_tokens: Annotated[int, typer.Option(help="judge answer length limit")] = 512,
-    judge_temperature: JudgeTemperature = 0.0,
-    limit: JudgeLimit = None,
     judging: JudgeOptions = JudgeOptions(),
 ) -> None:
     """Judge every arm's answers with the MedAlign rubric (C1-C3 correctness and a 1-5 score).
@@ -249,10 +245,10 @@ def judge(
     from clinieval.judge.run import DEFAULT_JUDGE_GENERATION
 
     generation = dataclasses.replace(
-        DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens, temperature=judge_temperature
+        DEFAULT_JUDGE_GENERATION, max_tokens=max_tokens, temperature=judging.judge_temperature
     )
     judge_one = rubric_judge(
-        judge_model, retrieval_rubric(snippets), judging, repeats=repeats, generation=generation, limit=limit
+        judge_model, retrieval_rubric(snippets), judging, repeats=repeats, generation=generation
     )
     judge_runs(runs, judging, judge_one, shrink="--snippets")
 
