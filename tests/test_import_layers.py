@@ -45,9 +45,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site
     ("view",),
-    ("benchmark", "cli_options", "cli_commands"),
-    # clinician review: below the benchmarks, which convert their files into review items
+    # clinician review: below the benchmark protocol, whose review_sources() hands over review's
+    # source type, and below the benchmarks, which convert their files into review items; its
+    # command group is cli/review.py
     ("review",),
+    ("benchmark", "cli_options", "cli_commands"),
     ("benchmarks",),
     ("cli",),
 )
