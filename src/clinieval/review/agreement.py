@@ -244,14 +244,7 @@ def _kendall(ratings: Ratings, undefined: _Undefined) -> dict[str, Any] | None:
     result = undefined.guard("Kendall's tau", lambda: inter_rater_kendall(tables, resamples=RESAMPLES))
     if result is None:
         return None
-    return {
-        "mean_tau_b": result.mean,
-        "ci": list(result.ci) if result.ci else None,
-        "items": result.items,
-        "pairs": result.pairs,
-        "skipped_constant": len(result.skipped_constant),
-        "skipped_incomplete": len(result.skipped_incomplete),
-    }
+    return dict(result.as_json())
 
 
 def _icc(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any] | None:
