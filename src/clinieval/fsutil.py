@@ -1,4 +1,8 @@
-"""Atomic file and folder writes: a crash leaves the old version or the new one, never a mix."""
+"""Atomic file and folder writes: a crash leaves the old version or the new one, never a mix.
+
+Also the one way to read a small text file the user named (a prompt, an endpoints list): every way
+it can be unreadable is one UserError naming the file and what it was meant to be.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,24 @@ def raise_named(error: OSError, path: str | os.PathLike[str]) -> NoReturn:
     if error.filename is not None or error.errno is None:
         raise error
     raise OSError(error.errno, error.strerror, str(path)) from error
+
+
+def read_user_text(path: Path, what: str, *, missing: str, folder: str | None = None) -> str:
+    """The UTF-8 text of the file ``path`` the user named as ``what`` ("the prompt file").
+
+    ``missing`` says that the file does not exist, ``folder`` that it is a folder (None: a folder
+    is reported as any other unreadable file, with the system's reason).
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: {missing}") from None
+    except IsADirectoryError as e:
+        raise UserError(f"{path}: {folder or f'cannot read {what} ({e.strerror})'}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text; save {what} as UTF-8") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read {what} ({e.strerror})") from None
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from clinieval.errors import UserError
+from clinieval.fsutil import read_user_text
 from clinieval.models.base import Model
 from clinieval.scoring.choices import LETTERS as LETTERS
 from clinieval.scoring.choices import option_lines as option_lines
@@ -100,16 +101,12 @@ def _check_format(name: str, spec: str, conversion: str | None, where: str) -> N
 
 
 def _read_prompt_file(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: prompt file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder; --prompt takes a text file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text; save the prompt file as UTF-8") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read the prompt file ({e.strerror})") from None
+    text = read_user_text(
+        path,
+        "the prompt file",
+        missing="prompt file not found",
+        folder="is a folder; --prompt takes a text file",
+    )
     text = text.removesuffix("\n").removesuffix("\r")
     if not text.strip():
         raise UserError(f"{path}: the prompt file is empty; write the prompt with {{input}} in it")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from clinieval.errors import UserError
+from clinieval.fsutil import read_user_text
 from clinieval.models.openai_http import OpenAIModel, RetryPolicy
 from clinieval.models.server import ServerInfo, ServerKind
 from clinieval.privacy import check_endpoint
@@ -410,7 +411,7 @@ def is_endpoints_file(target: str) -> bool:
 def read_endpoints_file(path: Path, allow_hosts: Sequence[str] = ()) -> PoolConfig:
     """Read and check an endpoints file; a mistake is one UserError naming the file, the line and
     what was expected there. Every URL passes the egress guard here, so its error has a line too."""
-    root = _compose(path, _read_text(path))
+    root = _compose(path, read_user_text(path, "the endpoints file", missing="no such endpoints file"))
     fields = _mapping(path, root, _FILE_FIELDS, "the file")
     for name in ("model", "endpoints"):
         if name not in fields:
@@ -421,17 +422,6 @@ def read_endpoints_file(path: Path, allow_hosts: Sequence[str] = ()) -> PoolConf
         endpoints=_endpoints(path, fields["endpoints"], allow_hosts),
         api=None if api is None else _api(path, api),
     )
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such endpoints file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text; save the endpoints file as UTF-8") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read the endpoints file ({e.strerror})") from None
 
 
 def _compose(path: Path, text: str) -> _Node:
