@@ -21,7 +21,7 @@ from clinieval.review.db import (
     Study,
     write_session,
 )
-from clinieval.review.items import AnswerIn, ReviewItem, difference
+from clinieval.review.items import AnswerIn, ReviewItem, difference, item_content
 from clinieval.review.store import check_name
 from clinieval.review.study_kinds import get_kind
 
@@ -51,13 +51,8 @@ def _check_blinding(item: ReviewItem, where: str) -> None:
 def _as_review_item(row: Item) -> ReviewItem:
     return ReviewItem(
         item=row.key,
-        prompt=row.prompt,
-        context=row.context,
-        reference=row.reference,
-        author=row.author,
         answers=tuple(AnswerIn(a.key, a.source, a.text) for a in row.answers),
-        fields=row.fields,
-        meta=row.meta,
+        **item_content(row),
     )
 
 
@@ -128,11 +123,6 @@ def _new_item(study_id: int, it: ReviewItem) -> Item:
     return Item(
         study_id=study_id,
         key=it.item,
-        prompt=it.prompt,
-        context=it.context,
-        reference=it.reference,
-        author=it.author,
-        fields=it.fields,
-        meta=it.meta,
         answers=[Answer(key=a.id, source=a.source, text=a.text) for a in it.answers],
+        **item_content(it),
     )

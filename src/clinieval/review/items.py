@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypedDict, cast
 
 from clinieval.datasets import json_objects
 from clinieval.errors import UserError
@@ -25,6 +25,43 @@ from clinieval.fsutil import atomic_write_jsonl
 
 KNOWN_FIELDS = ("item", "prompt", "context", "reference", "author", "answers", "fields", "meta")
 ANSWER_FIELDS = ("id", "source", "text")
+
+
+class ItemContent(TypedDict):
+    """What an item says besides its key and its answers: what the stored item keeps of an items
+    file's line, and what a re-import must find unchanged."""
+
+    prompt: str
+    context: str
+    reference: str | None
+    author: str | None
+    fields: dict[str, Any]
+    meta: dict[str, Any]
+
+
+CONTENT_FIELDS: tuple[str, ...] = tuple(ItemContent.__annotations__)
+
+
+class HasContent(Protocol):
+    """An item in either form: :class:`ReviewItem` (an items file's line) or the stored ``db.Item``."""
+
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def context(self) -> str: ...
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def author(self) -> str | None: ...
+    @property
+    def fields(self) -> dict[str, Any]: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
+
+
+def item_content(item: HasContent) -> ItemContent:
+    """``item``'s content, to build the item's other form from (``ReviewItem(**item_content(row), ...)``)."""
+    return cast(ItemContent, {name: getattr(item, name) for name in CONTENT_FIELDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +227,7 @@ def excerpt(text: str, limit: int) -> str:
 def difference(a: ReviewItem, b: ReviewItem) -> str | None:
     """The first field in which two versions of one item differ, or None when they are the same;
     re-importing a study uses it to refuse a changed item by naming what changed."""
-    for name in ("prompt", "context", "reference", "author", "fields", "meta"):
+    for name in CONTENT_FIELDS:
         if getattr(a, name) != getattr(b, name):
             return name
     return _answers_difference(a.answers, b.answers)
