@@ -1,13 +1,21 @@
-"""Locating and reading local dataset files, with errors that name the file and the item."""
+"""Locating and reading local dataset files, with errors that name the file and the item.
+
+Also the one reader of hand-edited CSV tables (a build's review file, MedAlign's instructions):
+it keeps each record's file line and spreadsheet row, so a benchmark can point its user at the
+cell to fix, in that benchmark's own words (:class:`CsvMessages`).
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from clinieval.errors import UserError
 
@@ -124,3 +132,89 @@ def require(item: dict[str, Any], fld: str, where: str, kind: type | tuple[type,
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise UserError(f"{where}: field {fld!r} should be {names}, got {type(value).__name__}")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class CsvRow:
+    """One non-empty record of a CSV table and where it is."""
+
+    number: int  # the spreadsheet row (the header is row 1; blank rows count)
+    line: int  # the file line the record starts on (a quoted cell may span lines)
+    cells: dict[str, str]
+
+
+class CsvMessages(Protocol):
+    """What each fault of a CSV table says: every reader of one names the place its own way
+    (``file:line:column``, or a spreadsheet row), so :func:`read_csv_rows` asks for the words."""
+
+    def unreadable(self, path: Path, line: int, in_header: bool, error: csv.Error) -> str: ...
+
+    def empty(self, path: Path) -> str: ...
+
+    def repeated(self, path: Path, columns: Sequence[str]) -> str: ...
+
+    def missing(self, path: Path, columns: Sequence[str], header: tuple[str, ...]) -> str: ...
+
+    def width(self, path: Path, number: int, line: int, cells: int, header: int) -> str: ...
+
+
+def read_csv_rows(
+    path: Path,
+    what: str,
+    required: Sequence[str],
+    messages: CsvMessages,
+    cell: Callable[[str], str] = str,
+) -> tuple[tuple[str, ...], list[CsvRow]]:
+    """The header and non-empty rows of a hand-edited CSV file (Excel's byte-order mark
+    accepted), each cell passed through ``cell``. A missing file or column, a repeated column, a
+    row of the wrong width or text that is not UTF-8 or not CSV is one UserError; the words are
+    ``messages``' except for the file itself (``{what} file PATH not found``) and its encoding."""
+    if not path.is_file():
+        raise UserError(f"{what} file {path} {'is not a file' if path.exists() else 'not found'}")
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            header = _csv_header(path, reader, required, messages)
+            return header, list(_csv_body(path, reader, header, messages, cell))
+    except UnicodeDecodeError as e:
+        raise UserError(
+            f"{path} is not UTF-8 text (bad byte at offset {e.start}); save it as UTF-8 CSV"
+        ) from None
+
+
+def _csv_record(path: Path, reader: Any, messages: CsvMessages, in_header: bool) -> list[str] | None:
+    try:
+        return next(reader, None)
+    except csv.Error as e:
+        raise UserError(messages.unreadable(path, reader.line_num, in_header, e)) from None
+
+
+def _csv_header(path: Path, reader: Any, required: Sequence[str], messages: CsvMessages) -> tuple[str, ...]:
+    first = _csv_record(path, reader, messages, in_header=True)
+    if first is None or not any(c.strip() for c in first):
+        raise UserError(messages.empty(path))
+    header = tuple(c.strip() for c in first)
+    repeated = sorted(c for c, n in Counter(header).items() if c and n > 1)
+    if repeated:
+        raise UserError(messages.repeated(path, repeated))
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise UserError(messages.missing(path, missing, header))
+    return header
+
+
+def _csv_body(
+    path: Path, reader: Any, header: tuple[str, ...], messages: CsvMessages, cell: Callable[[str], str]
+) -> Iterator[CsvRow]:
+    number = 1
+    while True:
+        line = reader.line_num + 1
+        record = _csv_record(path, reader, messages, in_header=False)
+        if record is None:
+            return
+        number += 1
+        if not any(c.strip() for c in record):
+            continue  # blank lines and a spreadsheet's all-empty rows
+        if len(record) != len(header):
+            raise UserError(messages.width(path, number, line, len(record), len(header)))
+        yield CsvRow(number, line, dict(zip(header, map(cell, record), strict=True)))

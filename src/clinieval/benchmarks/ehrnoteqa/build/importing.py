@@ -17,8 +17,9 @@ from pathlib import Path
 
 from clinieval.benchmarks.ehrnoteqa.build.checks import BLOCKING_CHECKS, CHECKS, check_item, failed_checks
 from clinieval.benchmarks.ehrnoteqa.build.pipeline import GENERATED_FILE
-from clinieval.benchmarks.ehrnoteqa.build.review import Review, ReviewRow, read_review
+from clinieval.benchmarks.ehrnoteqa.build.review import Review, read_review
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
+from clinieval.datasets import CsvRow
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.types import JSON
@@ -38,7 +39,7 @@ _YES = frozenset({"yes", "y", "true", "1"})
 _NO = frozenset({"no", "n", "false", "0"})
 
 
-def _keep(review: Review, row: ReviewRow) -> bool:
+def _keep(review: Review, row: CsvRow) -> bool:
     text = row.cells["keep"].strip().lower()
     if text in _YES:
         return True
@@ -57,7 +58,7 @@ def _as_letter(text: str) -> str | None:
     return letter if len(letter) == 1 and letter in OPTION_LETTERS else None
 
 
-def _letter(review: Review, row: ReviewRow, column: str) -> str | None:
+def _letter(review: Review, row: CsvRow, column: str) -> str | None:
     text = row.cells[column].strip()
     if not text:
         return None
@@ -67,7 +68,7 @@ def _letter(review: Review, row: ReviewRow, column: str) -> str | None:
     raise UserError(f"{review.at(row, column)} is {text[:30]!r}: write one letter A-E, or leave it empty")
 
 
-def _num_notes(review: Review, row: ReviewRow) -> int:
+def _num_notes(review: Review, row: CsvRow) -> int:
     text = row.cells["num_notes"].strip()
     if not (text.isascii() and text.isdigit()) or int(text) < 1:  # isdigit alone takes '²'
         raise UserError(
@@ -100,7 +101,7 @@ def _read_generated(path: Path) -> dict[str, JSON]:
     return out
 
 
-def _check_originals(review: Review, row: ReviewRow, generated: Mapping[str, JSON], source: Path) -> None:
+def _check_originals(review: Review, row: CsvRow, generated: Mapping[str, JSON], source: Path) -> None:
     """The generated columns must be as generated: revisions go in the ``revised_*`` columns, so the
     statistics can tell what reviewers changed."""
     item_id = row.cells["item_id"].strip()
@@ -172,9 +173,7 @@ class ImportResult:
     stats_path: Path
 
 
-def _final_item(
-    review: Review, row: ReviewRow
-) -> tuple[JSON, dict[str, bool | None], tuple[bool, bool, int]]:
+def _final_item(review: Review, row: CsvRow) -> tuple[JSON, dict[str, bool | None], tuple[bool, bool, int]]:
     """A kept row with its revisions applied, its checks, and (question revised, correct answer
     revised, distractors revised)."""
     c = row.cells
@@ -287,7 +286,7 @@ class _Applied:
     failing: Counter[str] = field(default_factory=Counter)
     refused: list[str] = field(default_factory=list)
 
-    def add(self, review: Review, row: ReviewRow, allow_failed_checks: bool) -> None:
+    def add(self, review: Review, row: CsvRow, allow_failed_checks: bool) -> None:
         if not _keep(review, row):
             self.stats.removed += 1
             return

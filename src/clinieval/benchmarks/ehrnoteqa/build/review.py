@@ -9,14 +9,13 @@ Applying what the reviewers wrote is :mod:`.importing`'s work.
 from __future__ import annotations
 
 import csv
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
-from clinieval.errors import UserError, shown
+from clinieval.datasets import CsvRow, read_csv_rows
+from clinieval.errors import shown
 from clinieval.fsutil import atomic_write_csv, spreadsheet_text
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "REVIEW_COLUMNS",
     "REVIEW_FILE",
     "Review",
-    "ReviewRow",
     "read_review",
     "review_has_input",
     "write_review",
@@ -89,76 +87,44 @@ _REQUIRED_REVIEW = (
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewRow:
-    """One non-empty record of the review file and where it is."""
-
-    number: int  # the spreadsheet row (the header is row 1)
-    line: int  # the file line the record starts on
-    cells: dict[str, str]
-
-
-@dataclass(frozen=True, slots=True)
 class Review:
     """The review file read back: its header and its non-empty rows."""
 
     path: Path
     header: tuple[str, ...]
-    rows: list[ReviewRow]
+    rows: list[CsvRow]
 
-    def at(self, row: ReviewRow, column: str) -> str:
+    def at(self, row: CsvRow, column: str) -> str:
         """Where a cell is, in words a spreadsheet user and a text-editor user can both follow."""
         return f"{self.path}: row {row.number} (line {row.line}), column {column!r}"
 
 
 def read_review(path: Path) -> Review:
-    """The review CSV's rows; a missing file or column, a repeated column or a row with the
-    wrong number of cells is a UserError naming the file and row."""
-    if not path.is_file():
-        raise UserError(f"review file {path} {'is not a file' if path.exists() else 'not found'}")
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            return _parse_review(path, csv.reader(f))
-    except UnicodeDecodeError as e:
-        raise UserError(
-            f"{path} is not UTF-8 text (bad byte at offset {e.start}); save it as UTF-8 CSV"
-        ) from None
-    except csv.Error as e:
-        raise UserError(f"{path}: not readable as CSV ({e})") from None
+    """The review CSV's rows (cells spreadsheet-unescaped); a missing file or column, a repeated
+    column or a row with the wrong number of cells is a UserError naming the file and row."""
+    header, rows = read_csv_rows(path, "review", _REQUIRED_REVIEW, _ReviewMessages(), spreadsheet_text)
+    return Review(path, header, rows)
 
 
-def _parse_review(path: Path, reader: Any) -> Review:
-    header_cells: list[str] | None = next(reader, None)
-    if header_cells is None or not any(c.strip() for c in header_cells):
-        raise UserError(f"{path} is empty: expected the review.csv written by `ehrnoteqa build generate`")
-    header = tuple(c.strip() for c in header_cells)
-    repeated = sorted(c for c, n in Counter(header).items() if c and n > 1)
-    if repeated:
-        raise UserError(
-            f"{path}: row 1 (the header): column(s) {', '.join(map(repr, repeated))} appear twice"
-        )
-    missing = [c for c in _REQUIRED_REVIEW if c not in header]
-    if missing:
-        raise UserError(
-            f"{path}: row 1 (the header) has no column {', '.join(map(repr, missing))}; a review file "
+class _ReviewMessages:
+    """The review file's faults, by spreadsheet row (reviewers edit it in a spreadsheet)."""
+
+    def unreadable(self, path: Path, line: int, in_header: bool, error: csv.Error) -> str:
+        if in_header:
+            return f"{path}: not readable as CSV ({error})"
+        return f"{path}: line {line}: not readable as CSV ({error})"
+
+    def empty(self, path: Path) -> str:
+        return f"{path} is empty: expected the review.csv written by `ehrnoteqa build generate`"
+
+    def repeated(self, path: Path, columns: Sequence[str]) -> str:
+        return f"{path}: row 1 (the header): column(s) {', '.join(map(repr, columns))} appear twice"
+
+    def missing(self, path: Path, columns: Sequence[str], header: tuple[str, ...]) -> str:
+        return (
+            f"{path}: row 1 (the header) has no column {', '.join(map(repr, columns))}; a review file "
             f"has the columns {', '.join(REVIEW_COLUMNS)} (its header is: {', '.join(map(shown, header))})"
         )
-    rows: list[ReviewRow] = []
-    number = 1
-    while True:
-        line = reader.line_num + 1
-        try:
-            record: list[str] | None = next(reader, None)
-        except csv.Error as e:
-            raise UserError(f"{path}: line {reader.line_num}: not readable as CSV ({e})") from None
-        if record is None:
-            return Review(path, header, rows)
-        number += 1
-        if not any(c.strip() for c in record):
-            continue  # blank lines and a spreadsheet's all-empty rows
-        if len(record) != len(header):
-            raise UserError(
-                f"{path}: row {number} (line {line}) has {len(record)} cells, "
-                f"but the header has {len(header)}"
-            )
-        cells = (spreadsheet_text(c) for c in record)
-        rows.append(ReviewRow(number, line, dict(zip(header, cells, strict=True))))
+
+    def width(self, path: Path, number: int, line: int, cells: int, header: int) -> str:
+        return f"{path}: row {number} (line {line}) has {cells} cells, but the header has {header}"
