@@ -14,7 +14,7 @@ import json
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import pytest
@@ -30,9 +30,16 @@ from clinieval.judge.rubric import (
     parse_score,
     parse_yes_no,
 )
-from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, JudgeResult, judge_run, read_judge_scores
+from clinieval.judge.run import (
+    DEFAULT_JUDGE_GENERATION,
+    JudgeResult,
+    JudgeSummary,
+    judge_run,
+    read_judge_scores,
+)
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.runner import CallTally
 from clinieval.runs import RunDir, append_record, build_manifest
 from clinieval.sample_record import SampleRecord
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
@@ -592,3 +599,10 @@ def test_score_read_where_the_format_puts_it(text: str, expected: float | None) 
             parse_score(text, 0, high)
     else:
         assert parse_score(text, 0, high) == expected
+
+
+def test_judge_summary_carries_every_call_tally_count() -> None:
+    """The summary takes the pass's call counts by name (``**asdict(tally)``): a count added to
+    CallTally needs its place in JudgeSummary (and in ``summary.json``)."""
+    summary_fields = {f.name for f in fields(JudgeSummary)}
+    assert {f.name for f in fields(CallTally)} <= summary_fields

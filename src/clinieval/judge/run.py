@@ -446,12 +446,7 @@ def _summarize(
         parsed=sum(e.values is not None for e in replies),
         parse_failures=sum(e.error_kind == UNPARSED for e in replies),
         judge_errors={str(k): v for k, v in errors.items()},
-        requests=tally.requests,
-        cache_hits=tally.cache_hits,
-        prompt_tokens=tally.prompt_tokens,
-        completion_tokens=tally.completion_tokens,
-        new_prompt_tokens=tally.new_prompt_tokens,
-        new_completion_tokens=tally.new_completion_tokens,
+        **asdict(tally),  # requests, cache_hits and the token totals, under the same names
         elapsed_s=round(elapsed, 3),
         warning=warning,
         identical_repeats=identical,
