@@ -13,16 +13,13 @@ from fastapi.responses import HTMLResponse, Response
 from clinieval.review.db import User
 from clinieval.review.web import data, record
 from clinieval.review.web.render import render
-from clinieval.review.web.security import NotFound, current_user, engine_of
+from clinieval.review.web.security import current_user, engine_of, found
 
 router = APIRouter()
 
 
 def _record(request: Request, assignment_id: int, user: User) -> str:
-    text = data.assignment_context(engine_of(request), assignment_id, user.id)
-    if text is None:
-        raise NotFound
-    return text
+    return found(data.assignment_context(engine_of(request), assignment_id, user.id))
 
 
 @router.get("/a/{assignment_id}/context", response_class=HTMLResponse)

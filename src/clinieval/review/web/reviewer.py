@@ -23,7 +23,7 @@ from clinieval.review.study_kinds import DECISIONS, REASONS, SCALE_RANGE, get_ki
 from clinieval.review.study_kinds.form_fields import FormData, one
 from clinieval.review.web import data, record
 from clinieval.review.web.render import render
-from clinieval.review.web.security import NotFound, current_user, engine_of
+from clinieval.review.web.security import current_user, engine_of, found
 
 router = APIRouter()
 
@@ -50,10 +50,7 @@ def queue_page(request: Request, user: User = Depends(current_user)) -> Response
 def owned(request: Request, assignment_id: int, user: User) -> data.AssignmentView:
     """The assignment when it is ``user``'s; anything else is the same 404, admins included
     (an admin follows progress on the study pages, not inside a reviewer's response)."""
-    view = data.assignment_view(engine_of(request), assignment_id, user.id)
-    if view is None:
-        raise NotFound
-    return view
+    return found(data.assignment_view(engine_of(request), assignment_id, user.id))
 
 
 @router.get("/a/{assignment_id}", response_class=HTMLResponse)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from fastapi import Request
 from sqlalchemy import Engine
@@ -56,6 +56,9 @@ class Forbidden(Exception):
         self.message = message
 
 
+_T = TypeVar("_T")
+
+
 class NotFound(Exception):
     """Nothing here *for this user*: also what a reviewer gets for someone else's assignment, so
     the answer never tells whether it exists."""
@@ -63,6 +66,14 @@ class NotFound(Exception):
     def __init__(self, message: str = "Not found.") -> None:
         super().__init__(message)
         self.message = message
+
+
+def found(value: _T | None) -> _T:
+    """``value``, or :class:`NotFound` when a lookup scoped to the caller found nothing (not theirs,
+    or not there: the same 404 either way)."""
+    if value is None:
+        raise NotFound
+    return value
 
 
 class LoginRequired(Exception):
