@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import types
 from pathlib import Path
 
@@ -204,3 +205,31 @@ def test_failed_generation_leaves_no_partial_folder(tmp_path: Path) -> None:
 def test_timeline_round_trips_through_dict() -> None:
     tl = synth.patient(0, 5)
     assert Timeline.from_dict(tl.to_dict()).to_dict() == tl.to_dict()
+
+
+ACUTE_NOTE_SECTIONS = {
+    "emergency department note": (
+        r"EMERGENCY DEPARTMENT NOTE\nArrival: \d{4}-\d\d-\d\d \d\d:\d\d\n\nCHIEF COMPLAINT: [A-Z].*\.\n\n"
+        r"HISTORY OF PRESENT ILLNESS:\n\d+-year-old (wo)?man with .+ presents with .+\.\n\n"
+        r"PHYSICAL EXAMINATION:\nVital signs: .*\nExamination notable for .+\.\n\nRESULTS: "
+    ),
+    "history and physical note": (
+        r"HISTORY AND PHYSICAL\nAdmission: \d{4}-\d\d-\d\d \d\d:\d\d\n\nCHIEF COMPLAINT: [A-Z].*\.\n\n"
+        r"HISTORY OF PRESENT ILLNESS:\n\d+-year-old (wo)?man with .+ presents with .+\.\n\n"
+        r"HOME MEDICATIONS:\n(.|\n)*\n\nSOCIAL HISTORY: .*\.\n\n"
+        r"PHYSICAL EXAMINATION:\nVital signs: .*\nExamination notable for .+\.\n\n"
+        r"ADMISSION LABORATORY RESULTS: "
+    ),
+}
+
+
+def test_acute_notes_open_with_presentation_then_examination() -> None:
+    """ED notes and H&Ps share their opening and examination (``NoteWriter._presentation`` and
+    ``_examination``); each keeps its own sections around them, in this order."""
+    seen = dict.fromkeys(ACUTE_NOTE_SECTIONS, 0)
+    for timeline in synth.generate(30, 7):
+        for note in timeline.notes:
+            if note.type in ACUTE_NOTE_SECTIONS:
+                assert re.match(ACUTE_NOTE_SECTIONS[note.type], note.text), note.text[:400]
+                seen[note.type] += 1
+    assert all(seen.values()), seen

@@ -176,6 +176,23 @@ class NoteWriter:
             f"Return to clinic in {months} months or sooner as needed."
         )
 
+    def _presentation(self, title: str, start: datetime, r: Reason, pmh: str, days: int) -> str:
+        """How an acute note opens (ED note, H&P): title and time, chief complaint, the HPI;
+        ``title`` is the heading line and the time's label ("...NOTE\\nArrival")."""
+        return (
+            f"{title}: {start:%Y-%m-%d %H:%M}\n\n"
+            f"CHIEF COMPLAINT: {r.complaint.capitalize()}.\n\n"
+            f"HISTORY OF PRESENT ILLNESS:\n{self.who(start)} with {pmh} "
+            f"presents with {r.hpi.format(d=days)}.\n\n"
+        )
+
+    def _examination(self, r: Reason, vitals: list[Measured]) -> str:
+        """An acute note's examination: the vital signs and what the reason for the visit shows."""
+        return (
+            f"PHYSICAL EXAMINATION:\nVital signs: {self.vitals_line(vitals)}\n"
+            f"Examination notable for {r.exam}.\n\n"
+        )
+
     def ed_note(self, stay: Stay) -> str:
         r = stay.reason
         assert r is not None and stay.visit.start is not None
@@ -185,13 +202,9 @@ class NoteWriter:
         treat = ", ".join(DRUGS[d].concept.name for d in r.treat) or "supportive care"
         procs = ", ".join(PROCEDURES[p].name.lower() for p in r.procedures)
         return (
-            f"EMERGENCY DEPARTMENT NOTE\nArrival: {stay.visit.start:%Y-%m-%d %H:%M}\n\n"
-            f"CHIEF COMPLAINT: {r.complaint.capitalize()}.\n\n"
-            f"HISTORY OF PRESENT ILLNESS:\n{self.who(stay.visit.start)} with {self.pmh()} presents with "
-            f"{r.hpi.format(d=days)}.\n\n"
-            f"PHYSICAL EXAMINATION:\nVital signs: {self.vitals_line(vit)}\n"
-            f"Examination notable for {r.exam}.\n\n"
-            f"RESULTS: {self.result_line(res)}{' Studies: ' + procs + '.' if procs else ''}\n\n"
+            self._presentation("EMERGENCY DEPARTMENT NOTE\nArrival", stay.visit.start, r, self.pmh(), days)
+            + self._examination(r, vit)
+            + f"RESULTS: {self.result_line(res)}{' Studies: ' + procs + '.' if procs else ''}\n\n"
             f"ED COURSE:\n{r.course} Treated with {treat}.\n\n"
             f"DIAGNOSIS: {cd.snomed.name} ({cd.icd10.code}).\n\n"
             f"DISPOSITION: Discharged home in stable condition.\n"
@@ -204,16 +217,15 @@ class NoteWriter:
         assert r is not None and stay.visit.start is not None
         cd = CONDITIONS[r.condition]
         vit, res = _vitals_and_results(stay.labs, body_size=False)
+        days = self.rng.randint(2, 6)
         return (
-            f"HISTORY AND PHYSICAL\nAdmission: {stay.visit.start:%Y-%m-%d %H:%M}\n\n"
-            f"CHIEF COMPLAINT: {r.complaint.capitalize()}.\n\n"
-            f"HISTORY OF PRESENT ILLNESS:\n{self.who(stay.visit.start)} with {self.pmh(r.condition)} "
-            f"presents with {r.hpi.format(d=self.rng.randint(2, 6))}.\n\n"
-            f"HOME MEDICATIONS:\n{self.med_list(self.meds)}\n\n"
+            self._presentation(
+                "HISTORY AND PHYSICAL\nAdmission", stay.visit.start, r, self.pmh(r.condition), days
+            )
+            + f"HOME MEDICATIONS:\n{self.med_list(self.meds)}\n\n"
             f"SOCIAL HISTORY: {self.smoking}.\n\n"
-            f"PHYSICAL EXAMINATION:\nVital signs: {self.vitals_line(vit)}\n"
-            f"Examination notable for {r.exam}.\n\n"
-            f"ADMISSION LABORATORY RESULTS: {self.result_line(res)}\n\n"
+            + self._examination(r, vit)
+            + f"ADMISSION LABORATORY RESULTS: {self.result_line(res)}\n\n"
             f"ASSESSMENT: Admitted for {cd.snomed.name.lower()} ({cd.icd10.code}). "
             f"Plan: {', '.join(DRUGS[d].concept.name for d in r.treat)}; "
             f"{', '.join(PROCEDURES[p].name.lower() for p in r.procedures)}."
