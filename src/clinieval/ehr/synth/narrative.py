@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from clinieval.ehr.synth.catalog import CONDITIONS, DRUGS, PROCEDURES
+from clinieval.ehr.synth.catalog import CONDITIONS, DRUGS, PROCEDURES, ConditionDef
 from clinieval.ehr.synth.clinical import CHRONIC_DRUGS, HPI_LINES, PLAN_LINES, VITALS, Reason
 from clinieval.ehr.synth.labs import LABS
 from clinieval.ehr.timeline import Person, Visit
@@ -176,9 +176,18 @@ class NoteWriter:
             f"Return to clinic in {months} months or sooner as needed."
         )
 
-    def _presentation(self, title: str, start: datetime, r: Reason, pmh: str, days: int) -> str:
-        """How an acute note opens (ED note, H&P): title and time, chief complaint, the HPI;
-        ``title`` is the heading line and the time's label ("...NOTE\\nArrival")."""
+    @staticmethod
+    def _acute(stay: Stay) -> tuple[Reason, datetime, ConditionDef]:
+        """An acute stay's reason, start and condition (an ED visit or an admission has all three)."""
+        r = stay.reason
+        assert r is not None and stay.visit.start is not None
+        return r, stay.visit.start, CONDITIONS[r.condition]
+
+    def _presentation(self, title: str, start: datetime, r: Reason, pmh: str, onset_days_max: int) -> str:
+        """How an acute note opens (ED note, H&P): title and time, chief complaint, the HPI (its
+        onset 2 to ``onset_days_max`` days back); ``title`` is the heading line and the time's
+        label ("...NOTE\\nArrival")."""
+        days = self.rng.randint(2, onset_days_max)
         return (
             f"{title}: {start:%Y-%m-%d %H:%M}\n\n"
             f"CHIEF COMPLAINT: {r.complaint.capitalize()}.\n\n"
@@ -194,15 +203,12 @@ class NoteWriter:
         )
 
     def ed_note(self, stay: Stay) -> str:
-        r = stay.reason
-        assert r is not None and stay.visit.start is not None
-        cd = CONDITIONS[r.condition]
-        days = self.rng.randint(2, 5)
+        r, start, cd = self._acute(stay)
         vit, res = _vitals_and_results(stay.labs)
         treat = ", ".join(DRUGS[d].concept.name for d in r.treat) or "supportive care"
         procs = ", ".join(PROCEDURES[p].name.lower() for p in r.procedures)
         return (
-            self._presentation("EMERGENCY DEPARTMENT NOTE\nArrival", stay.visit.start, r, self.pmh(), days)
+            self._presentation("EMERGENCY DEPARTMENT NOTE\nArrival", start, r, self.pmh(), 5)
             + self._examination(r, vit)
             + f"RESULTS: {self.result_line(res)}{' Studies: ' + procs + '.' if procs else ''}\n\n"
             f"ED COURSE:\n{r.course} Treated with {treat}.\n\n"
@@ -213,15 +219,10 @@ class NoteWriter:
         )
 
     def hp_note(self, stay: Stay) -> str:
-        r = stay.reason
-        assert r is not None and stay.visit.start is not None
-        cd = CONDITIONS[r.condition]
+        r, start, cd = self._acute(stay)
         vit, res = _vitals_and_results(stay.labs, body_size=False)
-        days = self.rng.randint(2, 6)
         return (
-            self._presentation(
-                "HISTORY AND PHYSICAL\nAdmission", stay.visit.start, r, self.pmh(r.condition), days
-            )
+            self._presentation("HISTORY AND PHYSICAL\nAdmission", start, r, self.pmh(r.condition), 6)
             + f"HOME MEDICATIONS:\n{self.med_list(self.meds)}\n\n"
             f"SOCIAL HISTORY: {self.smoking}.\n\n"
             + self._examination(r, vit)
