@@ -289,3 +289,39 @@ def test_a_ray_worker_reports_an_items_failure_as_a_value(monkeypatch: pytest.Mo
     assert "sample" not in good.record  # the driver has the sample; it is not sent back
     assert bad.record is None and bad.failure is not None
     assert bad.failure.message == "RuntimeError: scorer bug" and not bad.failure.user_error
+
+
+def test_map_each_keeps_the_units_order_advances_the_bar_and_stops_on_failure() -> None:
+    """Units that finish out of order come back in the order given; the bar moves once per unit;
+    a failing unit cancels the rest and the error reaches the caller."""
+    import asyncio
+
+    from clinieval.runner import ProgressBar, map_each
+
+    finished: list[int] = []
+
+    async def slow_first(unit: int) -> str:
+        await asyncio.sleep(0.02 * (3 - unit))
+        finished.append(unit)
+        return f"u{unit}"
+
+    class CountingBar(ProgressBar):
+        advanced = 0
+
+        def advance(self) -> None:
+            self.advanced += 1
+
+    bar = CountingBar(False, 3, 0, "test")
+    results = asyncio.run(map_each([0, 1, 2], 3, slow_first, bar))
+    assert results == ["u0", "u1", "u2"]
+    assert finished == [2, 1, 0]
+    assert bar.advanced == 3
+
+    async def fails(unit: int) -> int:
+        if unit == 1:
+            raise RuntimeError("unit 1")
+        await asyncio.sleep(0.05)
+        return unit
+
+    with pytest.raises(RuntimeError, match="unit 1"):
+        asyncio.run(map_each([0, 1, 2], 3, fails, ProgressBar(False, 3, 0, "test")))

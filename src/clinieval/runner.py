@@ -35,6 +35,7 @@ from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Mes
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 @dataclass(slots=True)
@@ -201,6 +202,24 @@ async def run_each(items: Sequence[_T], n_workers: int, handle: Callable[[_T], A
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+async def map_each(
+    units: Sequence[_T], n_workers: int, handle: Callable[[_T], Awaitable[_R]], bar: ProgressBar
+) -> list[_R]:
+    """``handle`` every unit as :func:`run_each` does, the bar advanced after each, and the results
+    in the units' order (not the order they finished in). Written once for the judges and the
+    dataset builders, which each ran a unit, kept its result and advanced their bar; closing a
+    cache the units wrote to stays with the caller, after this returns or raises."""
+    results: dict[int, _R] = {}
+
+    async def one(index: int) -> None:
+        results[index] = await handle(units[index])
+        bar.advance()
+
+    with bar:
+        await run_each(range(len(units)), n_workers, one)
+    return [results[i] for i in range(len(units))]
 
 
 class ItemLoop:

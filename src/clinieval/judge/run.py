@@ -34,7 +34,7 @@ from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import Rubric, VerdictParseError, strip_echo
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.runs import SCORES, RunDir
 from clinieval.sample_record import SampleRecord
 from clinieval.server_fit import fit_concurrency
@@ -340,7 +340,7 @@ async def judge_run(
     bar = ProgressBar(progress, len(units), 0, f"judge {judge.name}")
     start = time.perf_counter()
 
-    async def judge_one(unit: tuple[int, int]) -> None:
+    async def judge_one(unit: tuple[int, int]) -> tuple[int, _Repeat]:
         index, repeat = unit
         log.debug("judge %s repeat %d prompt: %r", records[index].key, repeat, prompts[index])
         repeat_config = _repeat_config(config, repeat, seed_per_repeat)
@@ -350,12 +350,11 @@ async def judge_run(
         messages = prompts[index]
         out, asked = await cached_generate(calls, "judge", settings, messages, repeat, repeat_config)
         tally.add(out, asked)
-        entries[index].append(_read_reply(rubric, repeat, out, messages))
-        bar.advance()
+        return index, _read_reply(rubric, repeat, out, messages)
 
     try:
-        with bar:
-            await run_each(units, concurrency or judge.max_concurrency, judge_one)
+        for index, entry in await map_each(units, concurrency or judge.max_concurrency, judge_one, bar):
+            entries[index].append(entry)
     finally:
         cache.close()
     elapsed = time.perf_counter() - start

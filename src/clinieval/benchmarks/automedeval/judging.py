@@ -55,7 +55,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.types import GenerationConfig, Message
 
 JSON = dict[str, Any]
@@ -236,20 +236,16 @@ async def judge_set(items: Sequence[JudgeItem], judge: Model, out: Path, plan: J
     cache = RequestCache(out / "cache.sqlite")
     calls, tally = CachedCalls(judge, cache), CallTally()
     units = [(i, r) for i in range(len(items)) for r in range(plan.repeats)]
-    entries: dict[tuple[int, int], Entry] = {}
     bar = ProgressBar(plan.progress, len(units), 0, f"judge {judge.name}")
     started = time.perf_counter()
 
-    async def one(unit: tuple[int, int]) -> None:
-        entries[unit] = await _judge_unit(items[unit[0]], unit[1], calls, tally, plan)
-        bar.advance()
+    async def one(unit: tuple[int, int]) -> Entry:
+        return await _judge_unit(items[unit[0]], unit[1], calls, tally, plan)
 
     try:
-        with bar:
-            await run_each(units, plan.concurrency or judge.max_concurrency, one)
+        done = await map_each(units, plan.concurrency or judge.max_concurrency, one, bar)
     finally:
         cache.close()
-    done = [entries[u] for u in units]
     atomic_write_jsonl(out / "verdicts.jsonl", (e.to_dict() for e in done))
     atomic_write_json(
         out / "summary.json", summarize(items, done, judge, tally, time.perf_counter() - started, plan)

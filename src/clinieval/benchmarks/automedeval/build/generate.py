@@ -22,7 +22,7 @@ from clinieval.cache import RequestCache
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.types import GenerationConfig, Message
 
 RESPONSE_GENERATION = GenerationConfig(temperature=0.5, top_k=50, top_p=1.0, max_tokens=200, seed=0)
@@ -110,11 +110,9 @@ async def _answer_all(
             run.failures[i] = "empty answer"
         else:
             run.answers[i] = out.text.strip()
-        bar.advance()
 
     await run.model.check()
-    with bar:
-        await run_each(range(len(instances)), plan.concurrency or run.model.max_concurrency, one)
+    await map_each(range(len(instances)), plan.concurrency or run.model.max_concurrency, one, bar)
 
 
 async def generate_responses(

@@ -52,7 +52,7 @@ from clinieval.errors import UserError, one_of
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.types import GenerationConfig, Message
 
 if TYPE_CHECKING:
@@ -434,12 +434,11 @@ async def _judge_all(
 ) -> None:
     bar = ProgressBar(plan.progress, len(chosen), 0, f"introspect: judge {calls.model.name}")
 
-    async def one(instance: Instance) -> None:
-        judged[instance.id] = await judge_one(instance, calls, tally, plan)
-        bar.advance()
+    async def one(instance: Instance) -> Judged:
+        return await judge_one(instance, calls, tally, plan)
 
-    with bar:
-        await run_each(chosen, plan.concurrency or calls.model.max_concurrency, one)
+    results = await map_each(chosen, plan.concurrency or calls.model.max_concurrency, one, bar)
+    judged.update((instance.id, result) for instance, result in zip(chosen, results, strict=True))
 
 
 async def _advise_all(
@@ -452,12 +451,11 @@ async def _advise_all(
 ) -> None:
     bar = ProgressBar(plan.progress, len(wrong), 0, "introspect: suggestions")
 
-    async def one(instance: Instance) -> None:
-        cases[instance.id] = await advise(instance, judged[instance.id], advisers, plan)
-        bar.advance()
+    async def one(instance: Instance) -> Case:
+        return await advise(instance, judged[instance.id], advisers, plan)
 
-    with bar:
-        await run_each(wrong, plan.concurrency or workers, one)
+    results = await map_each(wrong, plan.concurrency or workers, one, bar)
+    cases.update((instance.id, case) for instance, case in zip(wrong, results, strict=True))
 
 
 def _updated(

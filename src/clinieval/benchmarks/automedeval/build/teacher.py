@@ -40,7 +40,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, run_each
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, map_each
 from clinieval.types import GenerationConfig, Message
 
 TEACHER_GENERATION = JUDGE_GENERATION
@@ -120,23 +120,19 @@ async def teach(
     check_responses(instances, source)
     out.mkdir(parents=True, exist_ok=True)
     cache, tally = RequestCache(out / CACHE_FILE), CallTally()
-    results: dict[int, Evaluation | str] = {}
     bar = ProgressBar(plan.progress, len(instances), 0, f"teach {teacher.name}")
     started = time.perf_counter()
     calls = CachedCalls(teacher, cache)
 
-    async def one(i: int) -> None:
-        results[i] = await _evaluate(instances[i], calls, tally, plan, teacher.name)
-        bar.advance()
+    async def one(instance: Instance) -> Evaluation | str:
+        return await _evaluate(instance, calls, tally, plan, teacher.name)
 
     try:
-        with bar:
-            await run_each(range(len(instances)), plan.concurrency or teacher.max_concurrency, one)
+        results = await map_each(instances, plan.concurrency or teacher.max_concurrency, one, bar)
     finally:
         cache.close()
     done = Taught([])
-    for i, x in enumerate(instances):
-        result = results[i]
+    for x, result in zip(instances, results, strict=True):
         if isinstance(result, str):
             done.failed[x.id] = result
         else:

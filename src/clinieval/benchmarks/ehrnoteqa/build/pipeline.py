@@ -51,7 +51,7 @@ from clinieval.ehr.notes import (
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, run_each
+from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput
 
 log = logging.getLogger(__name__)
@@ -553,24 +553,20 @@ async def generate_dataset(
     except OSError as e:
         raise UserError(f"cannot create the build folder {dest}: {e.strerror or e}") from None
     units = [(i, k) for i in range(len(patients)) for k in range(opts.per_patient)]
-    results: dict[tuple[int, int], GeneratedItem] = {}
     tally = _Tally()
     cache = RequestCache(dest / CACHE_FILE)
     calls = CachedCalls(model, cache)
     bar = ProgressBar(opts.progress, len(units), 0, f"ehrnoteqa build {model.name}")
     start = time.perf_counter()
 
-    async def build_one(unit: tuple[int, int]) -> None:
+    async def build_one(unit: tuple[int, int]) -> GeneratedItem:
         index, repeat = unit
-        results[index, repeat] = await _build_item(calls, patients[index], repeat, opts, tally)
-        bar.advance()
+        return await _build_item(calls, patients[index], repeat, opts, tally)
 
     try:
-        with bar:
-            await run_each(units, opts.concurrency or model.max_concurrency, build_one)
+        items = await map_each(units, opts.concurrency or model.max_concurrency, build_one, bar)
     finally:
         cache.close()
-    items = [results[u] for u in units]
     summary = _summarize(patients, items, model, opts, tally, time.perf_counter() - start, warning)
     generated, review, summary_path = dest / GENERATED_FILE, dest / REVIEW_FILE, dest / SUMMARY_FILE
     atomic_write_jsonl(generated, (i.to_dict() for i in items))
