@@ -393,14 +393,12 @@ async def introspect(
     cache = RequestCache(out / CACHE_FILE)
     judge_calls, judge_tally = CachedCalls(judge, cache), CallTally()
     advisers = Advisers(CachedCalls(teacher, cache), CachedCalls(reviewer, cache))
-    judged: dict[str, Judged] = {}
-    cases: dict[str, Case] = {}
     started = time.perf_counter()
     try:
-        await _judge_all(chosen, judge_calls, judge_tally, plan, judged)
+        judged = await _judge_all(chosen, judge_calls, judge_tally, plan)
         wrong = [x for x in chosen if judged[x.id].wrong]
-        await _advise_all(
-            wrong, judged, advisers, plan, cases, min(teacher.max_concurrency, reviewer.max_concurrency)
+        cases = await _advise_all(
+            wrong, judged, advisers, plan, min(teacher.max_concurrency, reviewer.max_concurrency)
         )
     finally:
         cache.close()
@@ -430,15 +428,15 @@ async def _judge_all(
     calls: CachedCalls,
     tally: CallTally,
     plan: IntrospectPlan,
-    judged: dict[str, Judged],
-) -> None:
+) -> dict[str, Judged]:
+    """Each chosen instance's verdict by the judge, by instance id in the instances' order."""
     bar = ProgressBar(plan.progress, len(chosen), 0, f"introspect: judge {calls.model.name}")
 
     async def one(instance: Instance) -> Judged:
         return await judge_one(instance, calls, tally, plan)
 
     results = await map_each(chosen, plan.concurrency or calls.model.max_concurrency, one, bar)
-    judged.update((instance.id, result) for instance, result in zip(chosen, results, strict=True))
+    return {instance.id: result for instance, result in zip(chosen, results, strict=True)}
 
 
 async def _advise_all(
@@ -446,16 +444,16 @@ async def _advise_all(
     judged: Mapping[str, Judged],
     advisers: Advisers,
     plan: IntrospectPlan,
-    cases: dict[str, Case],
     workers: int,
-) -> None:
+) -> dict[str, Case]:
+    """The teacher's and reviewer's suggestion for each wrongly judged instance, by instance id."""
     bar = ProgressBar(plan.progress, len(wrong), 0, "introspect: suggestions")
 
     async def one(instance: Instance) -> Case:
         return await advise(instance, judged[instance.id], advisers, plan)
 
     results = await map_each(wrong, plan.concurrency or workers, one, bar)
-    cases.update((instance.id, case) for instance, case in zip(wrong, results, strict=True))
+    return {instance.id: case for instance, case in zip(wrong, results, strict=True)}
 
 
 def _updated(
