@@ -215,6 +215,11 @@ class FaultServer:
             text = None
         else:
             text = self.answer if self.responder is None else self.responder(prompt)
+        # Recorded before the write, so a client that has its answer always finds it counted (a
+        # test reading ``answered`` right after a reply raced the server thread); taken back if the
+        # client was gone and the write failed.
+        with self.log.lock:
+            self.log.answered.append(prompt)
         sent = h._send(
             200,
             {
@@ -228,6 +233,5 @@ class FaultServer:
             },
         )
         if not sent:
-            return
-        with self.log.lock:
-            self.log.answered.append(prompt)
+            with self.log.lock:
+                self.log.answered.remove(prompt)
