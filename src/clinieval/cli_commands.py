@@ -39,10 +39,12 @@ import typer
 from clinieval.cli_options import (
     AllowHost,
     AllowJudgeFailures,
+    CaBundle,
     Concurrency,
     JudgeLimit,
     JudgeTemperature,
     NCtx,
+    NoProxy,
     OverwriteArms,
     Retries,
     ShowProgress,
@@ -80,20 +82,29 @@ class OptionGroup:
 @dataclass(frozen=True)
 class Endpoints(OptionGroup):
     """How a command reaches a model: an embedded model's context window, and an HTTP server's
-    timeout, retries, requests in flight and allowed non-loopback hosts."""
+    timeout, retries, requests in flight, allowed non-loopback hosts, trusted CAs and proxy use."""
 
     n_ctx: NCtx = 4096
     timeout: Timeout = 600.0
     retries: Retries = 4
     concurrency: Concurrency = None
     allow_host: AllowHost = None
+    ca_bundle: CaBundle = None
+    no_proxy: NoProxy = False
 
     def backend(self, server_kind: str | None = None) -> BackendOptions:
         """The options every model spec is opened with (``--server-kind``, where a command has it)."""
         from clinieval.models.spec import BackendOptions
 
         return BackendOptions.from_cli(
-            self.n_ctx, self.timeout, self.retries, self.concurrency, self.allow_host, server_kind
+            self.n_ctx,
+            self.timeout,
+            self.retries,
+            self.concurrency,
+            self.allow_host,
+            server_kind,
+            ca_bundle=self.ca_bundle,
+            no_proxy=self.no_proxy,
         )
 
 

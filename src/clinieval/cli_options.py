@@ -32,6 +32,21 @@ Timeout = Annotated[float, typer.Option(help="seconds per HTTP request")]
 Retries = Annotated[int, typer.Option(min=0, help="retries on 429/5xx/connection errors")]
 Concurrency = Annotated[int | None, typer.Option(min=1, help="requests in flight")]
 AllowHost = Annotated[list[str] | None, typer.Option(help="allow a non-loopback endpoint host (repeatable)")]
+CaBundle = Annotated[
+    Path | None,
+    typer.Option(
+        "--ca-bundle",
+        help="PEM file of CA certificates to trust for https endpoints, besides the system's "
+        "(a hospital's own CA; SSL_CERT_FILE also works)",
+    ),
+]
+NoProxy = Annotated[
+    bool,
+    typer.Option(
+        "--no-proxy",
+        help="never use HTTPS_PROXY/HTTP_PROXY for allowlisted hosts (loopback never goes through a proxy)",
+    ),
+]
 JudgeTemperature = Annotated[
     float,
     typer.Option(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024
@@ -34,6 +35,32 @@ class TransportError(Exception):
 
 class _Stale(TransportError):
     """The connection was closed before any byte of the answer came back."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectOptions:
+    """How connections are opened: which CAs to trust, and whether the environment's proxies apply."""
+
+    ca_bundle: str | None = None
+    """A PEM file of CA certificates trusted besides the system's (``--ca-bundle``)."""
+    use_env_proxy: bool = True
+    """Read ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` (``--no-proxy``: False); loopback never."""
+
+
+def check_ca_bundle(path: Path) -> str:
+    """``path`` as a CA bundle every TLS connection can load, or one UserError naming the file."""
+    from clinieval.errors import UserError
+
+    if not path.is_file():
+        raise UserError(f"--ca-bundle {path}: no such file; expected a PEM file of CA certificates")
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=str(path))
+    except (ssl.SSLError, OSError, ValueError) as e:
+        raise UserError(
+            f"--ca-bundle {path}: cannot be read as PEM CA certificates ({e}); expected a file of "
+            "-----BEGIN CERTIFICATE----- blocks"
+        ) from None
+    return str(path.resolve())
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +265,10 @@ class Http1Client:
         connect_timeout_s: float,
         headers: dict[str, str],
         max_idle: int,
+        connect: ConnectOptions | None = None,
     ) -> None:
         self._origin, _ = split_url(base_url)
+        self._options = connect or ConnectOptions()
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_idle = max_idle

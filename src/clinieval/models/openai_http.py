@@ -30,7 +30,7 @@ import orjson
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
 from clinieval.models.concurrency import AdaptiveLimit
-from clinieval.models.http1 import Http1Client, TransportError, split_url
+from clinieval.models.http1 import ConnectOptions, Http1Client, TransportError, split_url
 from clinieval.models.server import ServerInfo, ServerKind, detect_server, echo_probe
 from clinieval.privacy import check_endpoint
 from clinieval.types import (
@@ -107,6 +107,7 @@ class OpenAIModel:
         api_key: str | None = None,
         allow_hosts: Sequence[str] = (),
         server_kind: ServerKind | None = None,
+        connect: ConnectOptions | None = None,
     ) -> None:
         check_endpoint(base_url, allow_hosts)
         try:
@@ -128,6 +129,7 @@ class OpenAIModel:
         self._limit: AdaptiveLimit | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server_kind = server_kind
+        self._connect = connect or ConnectOptions()
         self._models_headers: dict[str, str] = {}
         self.server_info: ServerInfo | None = None
         """What :meth:`check` learnt about the server (None before it ran)."""
@@ -190,6 +192,7 @@ class OpenAIModel:
                 connect_timeout_s=min(self.timeout_s, 10.0),
                 headers=self._headers,
                 max_idle=self._max_concurrency,
+                connect=self._connect,
             )
         return self._http
 

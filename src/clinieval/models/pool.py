@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 
 from clinieval.errors import UserError
 from clinieval.fsutil import read_user_text
+from clinieval.models.http1 import ConnectOptions
 from clinieval.models.openai_http import OpenAIModel, RetryPolicy
 from clinieval.models.server import ServerInfo, ServerKind
 from clinieval.privacy import check_endpoint
@@ -99,6 +100,7 @@ class EndpointPool:
         allow_hosts: Sequence[str] = (),
         probe_interval_s: float = PROBE_INTERVAL_S,
         server_kind: ServerKind | None = None,
+        connect: ConnectOptions | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("an endpoint pool needs at least one endpoint")
@@ -110,6 +112,7 @@ class EndpointPool:
         self.probe_interval_s = probe_interval_s
         self._failovers = 0
         self._server_kind = server_kind
+        self._connect = connect
         self._changed = asyncio.Event()
         self._endpoints = [
             self._endpoint(e, default_concurrency, timeout_s, api_key, allow_hosts) for e in endpoints
@@ -134,6 +137,7 @@ class EndpointPool:
             api_key=api_key,
             allow_hosts=allow_hosts,
             server_kind=self._server_kind,
+            connect=self._connect,
         )
         return _Endpoint(url=config.url.rstrip("/"), model=client, concurrency=concurrency)
 

@@ -27,6 +27,7 @@ from clinieval.models.base import Model
 from clinieval.privacy import check_endpoint
 
 if TYPE_CHECKING:
+    from clinieval.models.http1 import ConnectOptions
     from clinieval.models.openai_http import RetryPolicy
     from clinieval.models.pool import EndpointConfig, PoolApi
     from clinieval.models.server import ServerKind
@@ -48,6 +49,12 @@ class BackendOptions:
     chat: bool | None = None
     server_kind: ServerKind | None = None
     """What an HTTP server is, when the user says so (``--server-kind``); None: ask the server."""
+    ca_bundle: str | None = None
+    """A PEM file of CA certificates trusted for https endpoints besides the system's
+    (``--ca-bundle``; ``SSL_CERT_FILE`` replaces the system's instead, as OpenSSL reads it)."""
+    use_proxy: bool = True
+    """Whether ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` apply to allowlisted hosts
+    (``--no-proxy``: never); loopback is never proxied either way."""
 
     @classmethod
     def from_cli(
@@ -58,9 +65,13 @@ class BackendOptions:
         concurrency: int | None,
         allow_host: Sequence[str] | None,
         server_kind: str | None = None,
+        *,
+        ca_bundle: Path | None = None,
+        no_proxy: bool = False,
     ) -> BackendOptions:
         """The options every command that opens a model spells the same way on the command line."""
         from clinieval.errors import one_of
+        from clinieval.models.http1 import check_ca_bundle
         from clinieval.models.server import SERVER_KINDS
 
         return cls(
@@ -70,7 +81,15 @@ class BackendOptions:
             n_ctx=n_ctx,
             allow_hosts=tuple(allow_host or ()),
             server_kind=None if server_kind is None else one_of(server_kind, SERVER_KINDS, "--server-kind"),
+            ca_bundle=None if ca_bundle is None else check_ca_bundle(ca_bundle),
+            use_proxy=not no_proxy,
         )
+
+    def connect_options(self) -> ConnectOptions:
+        """How an HTTP backend opens its connections: the CA bundle and the proxy choice."""
+        from clinieval.models.http1 import ConnectOptions
+
+        return ConnectOptions(ca_bundle=self.ca_bundle, use_env_proxy=self.use_proxy)
 
 
 def _split_url_model(rest: str, spec: str) -> tuple[str, str]:
@@ -130,6 +149,7 @@ class _HttpSettings(TypedDict):
     api_key: str | None
     allow_hosts: Sequence[str]
     server_kind: ServerKind | None
+    connect: ConnectOptions
 
 
 def _http_settings(opts: BackendOptions) -> _HttpSettings:
@@ -141,6 +161,7 @@ def _http_settings(opts: BackendOptions) -> _HttpSettings:
         api_key=os.environ.get("CLINIEVAL_API_KEY"),
         allow_hosts=opts.allow_hosts,
         server_kind=opts.server_kind,
+        connect=opts.connect_options(),
     )
 
 
