@@ -5,18 +5,30 @@ closed, garbage, silence, and TLS."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+import re
 import socket
 import ssl
 import subprocess
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from clinieval.models.http1 import Http1Client, TransportError
+from clinieval.models import http_encoding
+from clinieval.models.http1 import (
+    ConnectError,
+    ConnectOptions,
+    Http1Client,
+    ProtocolError,
+    TransportError,
+    TransportTimeout,
+    check_ca_bundle,
+)
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.types import ErrorKind, GenerationConfig, Message
 
@@ -111,14 +123,16 @@ def serving(reply: Reply, **kw: object) -> Iterator[ScriptedServer]:
         server.close()
 
 
-def client(url: str, timeout_s: float = 5.0) -> Http1Client:
+def client(url: str, timeout_s: float = 5.0, connect: ConnectOptions | None = None) -> Http1Client:
     headers = {"Content-Type": "application/json"}
-    return Http1Client(url, timeout_s=timeout_s, connect_timeout_s=2.0, headers=headers, max_idle=4)
+    return Http1Client(
+        url, timeout_s=timeout_s, connect_timeout_s=2.0, headers=headers, max_idle=4, connect=connect
+    )
 
 
-def ask(url: str, n: int = 1) -> list[bytes]:
+def ask(url: str, n: int = 1, connect: ConnectOptions | None = None) -> list[bytes]:
     async def go() -> list[bytes]:
-        http = client(url)
+        http = client(url, connect=connect)
         try:
             return [
                 (await http.request("POST", f"{url}/chat/completions", b'{"q": 1}')).body for _ in range(n)
@@ -200,38 +214,123 @@ def test_an_idle_connection_the_server_closed_is_replaced_without_losing_the_req
 @pytest.mark.parametrize(
     ("pieces", "message"),
     [
-        ([b"SSH-2.0-OpenSSH\r\n\r\n"], "not an HTTP answer"),
-        ([b'HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{"partial"', b"<close>"], "closed in the middle"),
-        ([b"<close>"], "closed the connection before answering"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n"], "bad Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "bad chunk size"),
+        ([b"SSH-2.0-OpenSSH\r\n\r\n"], "does not start with an HTTP status line: 'SSH-2.0-OpenSSH'"),
+        (
+            [b'HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{"partial"', b"<close>"],
+            "the connection closed after 10 of the 50 body bytes its Content-Length announced",
+        ),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n"], "a Content-Length that is not a number"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "a bad chunk size"),
+        (
+            [b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Length: 15\r\n\r\n" + OK],
+            r"Content-Length headers that disagree \(12, 15\)",
+        ),
+        ([b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024)], "headers longer than 64 KiB"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Type: app"], "closed in the middle of the answer's headers"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 12\r\n\r\n" + OK], "encoded as 'br'"),
+        (
+            [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 12\r\n\r\n" + OK],
+            "a gzip body that cannot be decoded",
+        ),
     ],
 )
-def test_a_broken_answer_is_a_transport_error(pieces: list[bytes], message: str) -> None:
-    with serving(lambda n: pieces) as server, pytest.raises(TransportError, match=message):
+def test_an_answer_that_is_not_valid_http_says_what_was_wrong(pieces: list[bytes], message: str) -> None:
+    """Connected, and something answered: a ProtocolError naming the server and the defect, never
+    "cannot connect" (each row once read as a connection failure, or hung)."""
+    with serving(lambda n: [*pieces, b"<close>"]) as server, pytest.raises(ProtocolError) as caught:
+        ask(server.url())
+    assert str(caught.value).startswith(f"not a valid HTTP answer from 127.0.0.1:{server.port}: ")
+    assert re.search(message, str(caught.value)), str(caught.value)
+
+
+def test_a_server_that_closes_without_answering_is_a_connection_failure() -> None:
+    with serving(lambda n: [b"<close>"]) as server, pytest.raises(TransportError) as caught:
+        ask(server.url())
+    assert not isinstance(caught.value, ProtocolError)
+    assert str(caught.value) == f"127.0.0.1:{server.port} closed the connection without answering"
+
+
+def gzipped(body: bytes) -> bytes:
+    return gzip.compress(body)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encode"),
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),  # RFC 9110's deflate: the zlib format
+        ("deflate", lambda b: zlib.compress(b)[2:-4]),  # the raw stream some servers send instead
+        ("gzip, identity", gzip.compress),
+    ],
+)
+def test_compressed_bodies_are_asked_for_and_decoded(encoding: str, encode: Callable[[bytes], bytes]) -> None:
+    """nginx with ``gzip on`` and API gateways compress JSON: every call once failed on them."""
+    body = b'{"choices": [{"message": {"content": "yes"}}], "pad": "%s"}' % (b"x" * 2000)
+    sent = encode(body)
+    head = f"HTTP/1.1 200 OK\r\nContent-Encoding: {encoding}\r\nContent-Length: {len(sent)}\r\n\r\n"
+    chunked = f"HTTP/1.1 200 OK\r\nContent-Encoding: {encoding}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    replies = [head.encode() + sent, chunked.encode() + b"%x\r\n" % len(sent) + sent + b"\r\n0\r\n\r\n"]
+    with serving(lambda n: [replies[n % 2]]) as server:
+        assert ask(server.url(), 2) == [body, body]
+    assert all(b"\r\nAccept-Encoding: gzip, deflate\r\n" in r for r in server.requests)
+    assert server.connections == 1  # both answers complete, so the connection was kept
+
+
+def test_a_compressed_body_is_decoded_only_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http_encoding, "MAX_DECODED", 1000)
+    sent = gzip.compress(b"0" * 5000)
+    reply = f"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {len(sent)}\r\n\r\n".encode()
+    with serving(lambda n: [reply + sent]) as server, pytest.raises(ProtocolError, match="more than 0 MiB"):
         ask(server.url())
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\nContent-Length: 12\n\n" + OK,
+        b"HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n5\n" + OK[:5] + b"\n7\n" + OK[5:] + b"\n0\n\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 12\n\r\n" + OK,
+        b"HTTP/1.1 200 OK\r\nX-Folded: one\r\n two\r\nContent-Length: 12\r\n\r\n" + OK,
+    ],
+)
+def test_bare_newline_line_ends_are_read_as_browsers_read_them(reply: bytes) -> None:
+    """Once the client waited for a ``\\r\\n\\r\\n`` that never came, then timed out."""
+    with serving(lambda n: [reply]) as server:
+        assert ask(server.url(), 2) == [OK, OK]
+    assert server.connections == 1
+
+
 def test_silence_is_a_timeout_and_the_connection_is_not_reused() -> None:
-    async def go(url: str) -> bytes:
+    async def go(url: str) -> tuple[str, bytes]:
         http = client(url, timeout_s=0.3)
         try:
-            with pytest.raises(TimeoutError):
+            with pytest.raises(TransportTimeout) as caught:
                 await http.request("POST", f"{url}/chat/completions", b"{}")
-            return (await http.request("POST", f"{url}/chat/completions", b"{}")).body
+            return str(caught.value), (await http.request("POST", f"{url}/chat/completions", b"{}")).body
         finally:
             http.close()
 
     with serving(lambda n: [] if n == 0 else [length_reply()]) as server:
-        assert asyncio.run(go(server.url())) == OK
-    assert server.connections == 2
+        message, body = asyncio.run(go(server.url()))
+    assert body == OK and server.connections == 2
+    assert message == f"timed out after 0.3 s waiting for the answer's headers from 127.0.0.1:{server.port}"
+
+
+def test_a_timeout_in_the_middle_of_the_body_says_how_far_it_got() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n"
+    with serving(lambda n: [head + b"0123456789"]) as server, pytest.raises(TimeoutError) as caught:
+        asyncio.run(client(server.url(), timeout_s=0.3).request("GET", f"{server.url()}/models"))
+    assert str(caught.value) == (
+        f"timed out after 0.3 s waiting for the rest of the answer from 127.0.0.1:{server.port} "
+        "(10 body bytes so far)"
+    )
 
 
 def test_nothing_listening_is_a_transport_error_naming_the_host() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(TransportError, match=f"cannot connect to 127.0.0.1:{port}"):
+    with pytest.raises(ConnectError, match=f"^cannot connect to 127.0.0.1:{port}: Connection refused$"):
         ask(f"http://127.0.0.1:{port}/v1")
 
 
@@ -273,8 +372,14 @@ def test_https_to_a_trusted_local_server(tmp_path: Path, monkeypatch: pytest.Mon
     assert server.connections == 1
     monkeypatch.delenv("SSL_CERT_FILE")
     untrusted = serving(lambda n: [length_reply()], wrap=server_side)  # no longer a known certificate
-    with untrusted as server, pytest.raises(TransportError, match="cannot connect"):
+    with untrusted as server, pytest.raises(ConnectError) as caught:
         ask(server.url("https"))
+    assert str(caught.value).startswith(
+        f"cannot connect to 127.0.0.1:{server.port}: its TLS certificate is not trusted"
+    )
+    assert "--ca-bundle" in caught.value.hint
+    with serving(lambda n: [length_reply()], wrap=server_side) as server:  # the same CA, by --ca-bundle
+        assert ask(server.url("https"), 2, ConnectOptions(ca_bundle=check_ca_bundle(cert))) == [OK] * 2
 
 
 def test_a_reused_connection_closed_before_any_answer_is_retried_once_on_a_new_one() -> None:

@@ -2,39 +2,71 @@
 at a time on each, nothing else.
 
 Why not a general client: against a server that answers at once, aiohttp spent ~95 µs of CPU per
-request (httpx ~2 ms) on machinery this backend never uses (cookies, redirects, proxies,
-streaming, tracing hooks); this one spends ~30 µs, and a client that must keep a serving cluster
-busy from one Python process is bound by exactly that. What it does support is what servers
-answer with: ``Content-Length`` bodies, ``Transfer-Encoding: chunked``, bodies that end when the
-connection closes (HTTP/1.0 style), ``Connection: close``, and TLS for an allowlisted host.
+request (httpx ~2 ms) on machinery this backend never uses (cookies, redirects, streaming,
+tracing hooks); this one spends ~30 µs, and a client that must keep a serving cluster busy from
+one Python process is bound by exactly that (docs/architecture.md has the measured costs). What it
+does support is what servers, reverse proxies and gateways answer with: ``Content-Length`` bodies,
+``Transfer-Encoding: chunked``, bodies that end when the connection closes (HTTP/1.0 style),
+``Connection: close``, gzip and deflate bodies (asked for with ``Accept-Encoding``), bare ``\\n``
+line ends (read as browsers read them), TLS for an allowlisted host (the system's CAs, plus
+``--ca-bundle``'s), and the HTTP proxy the environment names for a non-loopback host
+(:mod:`.http_proxy`: CONNECT for https).
 
 What it promises the caller: :meth:`Http1Client.request` returns a whole :class:`Response` or
-raises :class:`TransportError` (could not connect, connection lost or garbled mid-answer) or
-``TimeoutError`` (no whole answer within the timeout). A connection is reused only after a
-complete answer that allows it; one that fails, times out or is cancelled is closed, never put
-back. A request sent on a reused connection that the server had already closed (an idle
-keep-alive timeout) is sent again once on a fresh connection, as browsers do: the server never
-saw it. No proxy is ever used, whatever the environment says.
+raises one of three things, each with a message that names the server: :class:`ConnectError`
+(no connection: refused, unresolvable, an untrusted certificate, a proxy that said no),
+:class:`ProtocolError` (something answered, but not valid HTTP: the message says what was
+wrong) or :class:`TransportTimeout` (no whole answer in time: the message says what was still
+awaited). A connection is reused only after a complete answer that allows it; one that fails,
+times out or is cancelled is closed, never put back. A request sent on a reused connection that
+the server had already closed (an idle keep-alive timeout) is sent again once on a fresh
+connection, as browsers do: the server never saw it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from clinieval.models.http_encoding import UndecodableBody, decode_body
 
 MAX_HEAD = 64 * 1024
 """Longest status line and headers accepted: a server sending more is not an API server."""
 
 
 class TransportError(Exception):
-    """The exchange failed below HTTP: refused, reset, closed early, or not HTTP at all."""
+    """The exchange failed below HTTP; one of the subclasses says how."""
+
+
+class ConnectError(TransportError):
+    """No connection to talk over: refused, unreachable, a name that does not resolve, a TLS
+    handshake that failed, or a proxy that would not connect us. ``hint`` says what to check."""
+
+    def __init__(self, message: str, hint: str = "is the server running and is the URL right?") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class ProtocolError(TransportError):
+    """Connected, and something answered, but not with valid HTTP: the message names what was wrong."""
 
 
 class _Stale(TransportError):
     """The connection was closed before any byte of the answer came back."""
+
+
+class TransportTimeout(TimeoutError):
+    """No whole answer in time; the message says what was still awaited, and for how long."""
+
+
+class _Malformed(Exception):
+    """What was wrong with an answer, before the connection adds where it came from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +127,14 @@ def split_url(url: str) -> tuple[_Origin, str]:
 
 
 class _Connection(asyncio.Protocol):
-    """One TCP (or TLS) connection and the parser of the answer it is waiting for."""
+    """One TCP (or TLS) connection and the parser of the answer it is waiting for.
 
-    def __init__(self) -> None:
+    Line ends are read leniently, as browsers read them: a bare ``\\n`` ends a line as ``\\r\\n``
+    does (a server that sends them is broken, but its answer is unambiguous)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        """``host:port`` of the server, for messages."""
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.used = 0
@@ -118,13 +155,13 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
-            self._fail(TransportError("the server sent data nobody asked for"))
+            self._fail(self._invalid("it sent data nobody asked for"))
             return
         self._buf += data
         try:
             self._advance()
-        except TransportError as e:
-            self._fail(e)
+        except _Malformed as e:
+            self._fail(self._invalid(str(e)))
 
     def eof_received(self) -> bool | None:
         return False  # close our side too
@@ -135,13 +172,37 @@ class _Connection(asyncio.Protocol):
         if waiter is None or waiter.done():
             return
         if self._head is not None and self._mode == "eof":
-            self._finish(bytes(self._body) + bytes(self._buf))
+            try:
+                self._finish(bytes(self._body) + bytes(self._buf))
+            except _Malformed as e:
+                waiter.set_exception(self._invalid(str(e)))
             return
         if self._head is None and not self._buf:
-            waiter.set_exception(_Stale("the server closed the connection before answering"))
-        else:
-            reason = f" ({exc})" if exc else ""
-            waiter.set_exception(TransportError(f"the connection closed in the middle of the answer{reason}"))
+            waiter.set_exception(_Stale(f"{self.label} closed the connection without answering"))
+            return
+        reason = f" ({exc})" if exc else ""
+        waiter.set_exception(self._invalid(self._cut_short() + reason))
+
+    def _cut_short(self) -> str:
+        if self._head is None:
+            return "the connection closed in the middle of the answer's headers"
+        if self._mode == "length":
+            return (
+                f"the connection closed after {len(self._buf)} of the {self._length} body bytes "
+                "its Content-Length announced"
+            )
+        return "the connection closed in the middle of the chunked body"
+
+    def _invalid(self, what: str) -> ProtocolError:
+        return ProtocolError(f"not a valid HTTP answer from {self.label}: {what}")
+
+    @property
+    def waiting_for(self) -> str:
+        """What the exchange in progress still waits for, for a timeout's message."""
+        if self._head is None:
+            return f"the answer's headers from {self.label}"
+        got = len(self._body) + len(self._buf)
+        return f"the rest of the answer from {self.label} ({got} body bytes so far)"
 
     # --- one exchange --------------------------------------------------------------------------
 
@@ -174,33 +235,28 @@ class _Connection(asyncio.Protocol):
         if self._mode == "length":
             if len(self._buf) >= self._length:
                 if len(self._buf) > self._length:
-                    raise TransportError("the server sent more than its Content-Length")
+                    raise _Malformed(f"more body bytes than its Content-Length ({self._length})")
                 self._finish(bytes(self._buf))
         elif self._mode == "chunked":
             self._read_chunks()
 
     def _read_head(self) -> bool:
-        end = self._buf.find(b"\r\n\r\n")
-        if end < 0:
+        found = BLANK_LINE.search(self._buf)
+        if found is None:
             if len(self._buf) > MAX_HEAD:
-                raise TransportError("the answer's headers are too long")
+                raise _Malformed(f"headers longer than {MAX_HEAD // 1024} KiB")
             return False
-        lines = bytes(self._buf[:end]).decode("latin-1").split("\r\n")
-        del self._buf[: end + 4]
+        end, stop = found.start(), found.end()
+        lines = LINE_END.split(bytes(self._buf[:end]).decode("latin-1"))
+        del self._buf[:stop]
         version, _, rest = lines[0].partition(" ")
         code = rest[:3]
         if not version.startswith("HTTP/1.") or not code.isdigit():
-            raise TransportError(f"not an HTTP answer: {lines[0][:80]!r}")
+            raise _Malformed(f"it does not start with an HTTP status line: {lines[0][:80]!r}")
         status = int(code)
         if 100 <= status < 200:  # an interim answer (none is asked for): wait for the real one
             return self._read_head() if self._buf else False
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise TransportError(f"a malformed header line: {line[:80]!r}")
-            key, value = name.strip().lower(), value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        headers = _parse_headers(lines[1:])
         self._head = (status, headers)
         self._choose_mode(version, status, headers)
         return True
@@ -214,45 +270,92 @@ class _Connection(asyncio.Protocol):
         elif "chunked" in headers.get("transfer-encoding", "").lower():
             self._mode, self._reusable = "chunked", keep
         elif "content-length" in headers:
-            try:
-                self._length = int(headers["content-length"])
-            except ValueError:
-                raise TransportError(f"a bad Content-Length: {headers['content-length'][:40]!r}") from None
+            self._length = _content_length(headers["content-length"])
             self._mode, self._reusable = "length", keep
         else:
             self._mode, self._reusable = "eof", False
 
     def _read_chunks(self) -> None:
         while True:
-            line_end = self._buf.find(b"\r\n")
+            line_end = self._buf.find(b"\n")
             if line_end < 0:
+                if len(self._buf) > MAX_HEAD:
+                    raise _Malformed("a chunk-size line with no end")
                 return
             size_text = bytes(self._buf[:line_end]).split(b";", 1)[0].strip()
             try:
                 size = int(size_text, 16)
             except ValueError:
-                raise TransportError(f"a bad chunk size: {size_text[:40]!r}") from None
+                raise _Malformed(f"a bad chunk size: {size_text[:40]!r}") from None
+            start = line_end + 1
             if size == 0:  # the last chunk; then optional trailer lines and an empty line
-                rest = self._buf[line_end + 2 :]
-                if rest.startswith(b"\r\n") or b"\r\n\r\n" in rest:
+                rest = self._buf[start:]
+                if rest.startswith((b"\r\n", b"\n")) or BLANK_LINE.search(rest):
                     self._finish(bytes(self._body))
                 return
-            start, stop = line_end + 2, line_end + 2 + size
-            if len(self._buf) < stop + 2:
-                return
+            stop = start + size
+            after = bytes(self._buf[stop : stop + 2])
+            if after in {b"", b"\r"}:
+                return  # the chunk or its line end is still on its way
+            if after.startswith(b"\n"):
+                end = stop + 1
+            elif after == b"\r\n":
+                end = stop + 2
+            else:
+                raise _Malformed(f"a chunk of {size} bytes not followed by a line end")
             self._body += self._buf[start:stop]
-            del self._buf[: stop + 2]
+            del self._buf[:end]
 
     def _finish(self, body: bytes) -> None:
         assert self._head is not None and self._waiter is not None
         status, headers = self._head
         self._head = None
+        encoding = headers.get("content-encoding")
+        if encoding is not None:
+            try:
+                body = decode_body(body, encoding)
+            except UndecodableBody as e:
+                raise _Malformed(str(e)) from None
         if not self._waiter.done():
             self._waiter.set_result(Response(status, headers, body))
 
 
+LINE_END = re.compile(r"\r?\n")
+BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+
+
+def _parse_headers(lines: list[str]) -> dict[str, str]:
+    """Header lines to a dict of lower-cased names, repeats joined with ", ", folded lines joined."""
+    headers: dict[str, str] = {}
+    last = ""
+    for line in lines:
+        if line[:1] in {" ", "\t"} and last:  # an obsolete folded continuation
+            headers[last] = f"{headers[last]} {line.strip()}"
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise _Malformed(f"a header line without a name and a colon: {line[:80]!r}")
+        key, value = name.strip().lower(), value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        last = key
+    return headers
+
+
+def _content_length(value: str) -> int:
+    """The one length a (possibly repeated) Content-Length header gives; two different ones are
+    refused, since which one frames the body is exactly what request smuggling exploits."""
+    lengths = {v.strip() for v in value.split(",")}
+    if len(lengths) > 1:
+        raise _Malformed(f"Content-Length headers that disagree ({', '.join(sorted(lengths))})")
+    (length,) = lengths
+    if not length.isdigit():
+        raise _Malformed(f"a Content-Length that is not a number: {length[:40]!r}")
+    return int(length)
+
+
 class Http1Client:
-    """Keep-alive connections to one origin (scheme, host, port), one request at a time on each.
+    """Keep-alive connections to one origin (scheme, host, port), one request at a time on each,
+    directly or through the proxy the environment names for it (see :mod:`.http_proxy`).
 
     ``max_idle`` connections are kept open between requests; more may be open at once if more
     requests are (the caller bounds that: the backend's own in-flight limit)."""
@@ -267,39 +370,56 @@ class Http1Client:
         max_idle: int,
         connect: ConnectOptions | None = None,
     ) -> None:
+        from clinieval.models.http_proxy import proxy_for
+
         self._origin, _ = split_url(base_url)
         self._options = connect or ConnectOptions()
+        o = self._origin
+        self.proxy = proxy_for(o.scheme, o.host, o.port, use_env=self._options.use_env_proxy)
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_idle = max_idle
-        fixed = {"Host": self._origin.host_header, **headers}
+        fixed = {"Host": o.host_header, "Accept-Encoding": "gzip, deflate", **headers}
+        if self.proxy is not None and o.scheme == "http" and self.proxy.authorization:
+            fixed["Proxy-Authorization"] = self.proxy.authorization
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._idle: list[_Connection] = []
         self._targets: dict[str, str] = {}
-        https = self._origin.scheme == "https"
-        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if https else None
+        self._ssl = _tls_context(self._options.ca_bundle) if o.scheme == "https" else None
+        self._label = f"{o.host}:{o.port}"
 
     async def request(
         self, method: str, url: str, body: bytes | None = None, *, timeout_s: float | None = None
     ) -> Response:
         """One exchange with ``url`` (on this client's origin); see the module docstring."""
         data = self._message(method, self._target(url), body)
-        async with asyncio.timeout(timeout_s or self.timeout_s):
-            conn = self._idle_connection() or await self._connect()
-            try:
-                response = await conn.send(data, expect_body=method != "HEAD")
-            except _Stale:
-                if conn.used == 1:  # a fresh connection: the server really hung up on us
-                    conn.close()
-                    raise
-                conn.close()
-                conn = await self._connect()
-                response = await self._exchange_once(conn, data, method)
-            except BaseException:
-                conn.close()  # failed, timed out or cancelled: its state is unknown
-                raise
-            self._release(conn)
-            return response
+        limit = timeout_s or self.timeout_s
+        conn: _Connection | None = None
+        try:
+            async with asyncio.timeout(limit):
+                conn = self._idle_connection() or await self._connect()
+                response = await self._exchange(conn, data, method)
+        except TransportTimeout:
+            raise
+        except TimeoutError:
+            waiting = f"a connection to {self._label}" if conn is None else conn.waiting_for
+            raise TransportTimeout(f"timed out after {limit:g} s waiting for {waiting}") from None
+        self._release(conn)
+        return response
+
+    async def _exchange(self, conn: _Connection, data: bytes, method: str) -> Response:
+        """Send on ``conn``; a reused connection the server had closed gets the request once more
+        on a fresh one. A connection that failed, timed out or was cancelled is closed."""
+        try:
+            return await conn.send(data, expect_body=method != "HEAD")
+        except _Stale:
+            conn.close()
+            if conn.used != 1:  # a fresh connection: the server really hung up on us
+                return await self._exchange_once(await self._connect(), data, method)
+            raise
+        except BaseException:
+            conn.close()  # failed, timed out or cancelled: its state is unknown
+            raise
 
     def _idle_connection(self) -> _Connection | None:
         """The most recently used idle connection still open (the server may have closed some)."""
@@ -311,10 +431,12 @@ class Http1Client:
 
     async def _exchange_once(self, conn: _Connection, data: bytes, method: str) -> Response:
         try:
-            return await conn.send(data, expect_body=method != "HEAD")
+            response = await conn.send(data, expect_body=method != "HEAD")
         except BaseException:
             conn.close()
             raise
+        self._release(conn)
+        return response
 
     def _target(self, url: str) -> str:
         target = self._targets.get(url)
@@ -322,6 +444,8 @@ class Http1Client:
             origin, target = split_url(url)
             if origin != self._origin:
                 raise ValueError(f"{url} is not on {self._origin.scheme}://{self._origin.host_header}")
+            if self.proxy is not None and origin.scheme == "http":  # a proxy is sent the whole URL
+                target = f"http://{origin.host_header}{target}"
             self._targets[url] = target
         return target
 
@@ -331,16 +455,81 @@ class Http1Client:
         return head if body is None else head + body
 
     async def _connect(self) -> _Connection:
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                if self.proxy is None:
+                    return await self._open(self._origin.host, self._origin.port, tls=True)
+                return await self._through_proxy()
+        except TimeoutError:
+            where = (
+                self._label if self.proxy is None else f"{self._label} through the proxy {self.proxy.address}"
+            )
+            raise TransportTimeout(
+                f"timed out after {self.connect_timeout_s:g} s waiting for a connection to {where}"
+            ) from None
+
+    async def _open(self, host: str, port: int, *, tls: bool) -> _Connection:
+        """A connection to ``host:port`` (TLS for an https origin when ``tls``)."""
+        loop = asyncio.get_running_loop()
+        context = self._ssl if tls else None
+        try:
+            _, conn = await loop.create_connection(
+                lambda: _Connection(self._label),
+                host,
+                port,
+                ssl=context,
+                server_hostname=self._origin.host if context else None,
+            )
+        except OSError as e:  # refused, unreachable, name not found, TLS refused
+            raise self._connect_error(e, f"{host}:{port}" if tls or self.proxy is None else None) from None
+        return conn
+
+    async def _through_proxy(self) -> _Connection:
+        """Through ``self.proxy``: plain HTTP goes to the proxy itself (the request names the whole
+        URL); https is tunnelled with CONNECT and TLS is spoken to the origin inside the tunnel."""
+        proxy = self.proxy
+        assert proxy is not None
+        if self._ssl is None:
+            return await self._open(proxy.host, proxy.port, tls=False)
+        from clinieval.models.http_proxy import open_tunnel
+
         loop = asyncio.get_running_loop()
         o = self._origin
         try:
-            async with asyncio.timeout(self.connect_timeout_s):
-                _, conn = await loop.create_connection(
-                    _Connection, o.host, o.port, ssl=self._ssl, server_hostname=o.host if self._ssl else None
-                )
-        except OSError as e:  # refused, unreachable, name not found, TLS refused
-            raise TransportError(f"cannot connect to {o.host_header}: {e.strerror or e}") from None
+            raw = await open_tunnel(proxy, o.host_header)
+        except OSError as e:
+            raise self._connect_error(e, None) from None
+        conn = _Connection(self._label)
+        try:
+            tls = await loop.start_tls(raw, conn, self._ssl, server_hostname=o.host)
+        except (OSError, ssl.SSLError) as e:
+            raw.close()
+            raise self._connect_error(e, self._label) from None
+        assert tls is not None
+        conn.connection_made(tls)
         return conn
+
+    def _connect_error(self, error: OSError, where: str | None) -> ConnectError:
+        """Why a connection failed, named for the user: ``where`` is the server's ``host:port``, or
+        None when it was the proxy that could not be reached."""
+        if where is None:
+            assert self.proxy is not None
+            return ConnectError(
+                f"cannot connect to {self.proxy.named}: {_reason(error)}",
+                f"is the proxy right? Unset {self.proxy.source} or pass --no-proxy to go direct",
+            )
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return ConnectError(
+                f"cannot connect to {where}: its TLS certificate is not trusted "
+                f"({error.verify_message or error.reason})",
+                "pass the CA certificate that signed it with --ca-bundle FILE (or set SSL_CERT_FILE)",
+            )
+        if isinstance(error, ssl.SSLError):
+            return ConnectError(
+                f"cannot connect to {where}: the TLS handshake failed ({error.reason or error})",
+                "does it speak https on that port? (http:// if not)",
+            )
+        return ConnectError(f"cannot connect to {where}: {_reason(error)}")
 
     def _release(self, conn: _Connection) -> None:
         if conn.reusable and len(self._idle) < self.max_idle:
@@ -352,3 +541,21 @@ class Http1Client:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _reason(error: OSError) -> str:
+    """What went wrong with a connection, in words (a name that does not resolve says so)."""
+    if isinstance(error, socket.gaierror):
+        return f"the name does not resolve ({error.strerror})"
+    if error.errno:  # asyncio words a refusal "Connect call failed (addr)"; the errno says why
+        return os.strerror(error.errno)
+    return error.strerror or str(error) or type(error).__name__
+
+
+def _tls_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """The system's trusted CAs (``SSL_CERT_FILE`` replaces them, as OpenSSL reads it), plus
+    ``--ca-bundle``'s."""
+    context = ssl.create_default_context()
+    if ca_bundle is not None:
+        context.load_verify_locations(cafile=ca_bundle)
+    return context

@@ -30,7 +30,14 @@ import orjson
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
 from clinieval.models.concurrency import AdaptiveLimit
-from clinieval.models.http1 import ConnectOptions, Http1Client, TransportError, split_url
+from clinieval.models.http1 import (
+    ConnectError,
+    ConnectOptions,
+    Http1Client,
+    ProtocolError,
+    TransportError,
+    split_url,
+)
 from clinieval.models.server import ServerInfo, ServerKind, detect_server, echo_probe
 from clinieval.privacy import check_endpoint
 from clinieval.types import (
@@ -219,10 +226,7 @@ class OpenAIModel:
             status, body = response.status, response.body
             self._models_headers = dict(response.headers)
         except (TransportError, TimeoutError) as e:
-            raise UserError(
-                f"cannot reach {self.base_url}: {type(e).__name__} ({e or 'no answer'}); "
-                "is the server running and is the URL right?"
-            ) from None
+            raise UserError(self._unreachable(e)) from None
         if status in {401, 403}:
             raise UserError(
                 f"{self.base_url}: the server refused the credentials (HTTP {status}); set CLINIEVAL_API_KEY"
@@ -244,6 +248,22 @@ class OpenAIModel:
             self._models_headers,
             self._server_kind,
         )
+
+    def _unreachable(self, error: TransportError | TimeoutError) -> str:
+        """Why the first request got no usable answer, told apart: no connection, an answer that
+        is not HTTP, or none in time (each calls for a different fix)."""
+        if isinstance(error, ProtocolError):
+            return (
+                f"{self.base_url} answered, but {error}; is that an HTTP API server (and not "
+                "another service on that port, or a proxy in between that garbles it)?"
+            )
+        if isinstance(error, TimeoutError):
+            waited = str(error) or "no answer in time"
+            return f"{self.base_url}: {waited}; is the server overloaded, or the URL right?"
+        hint = (
+            error.hint if isinstance(error, ConnectError) else "is the server running and is the URL right?"
+        )
+        return f"cannot reach {self.base_url}: {error}; {hint}"
 
     async def _fetch(
         self, method: str, url: str, payload: JSON | None
@@ -309,9 +329,11 @@ class OpenAIModel:
                 text = raw.decode("utf-8", "replace")
                 raise _Failure(classify_http_error(status, text), f"HTTP {status}: {text[:300]}", retry_after)
             except TimeoutError as e:
-                failure = _Failure(ErrorKind.TIMEOUT, f"no answer within {self.timeout_s:g}s ({e!r})")
-            except TransportError as e:
-                failure = _Failure(ErrorKind.CONNECTION, f"{type(e).__name__}: {e}")
+                failure = _Failure(ErrorKind.TIMEOUT, str(e) or f"timed out after {self.timeout_s:g} s")
+            except ProtocolError as e:  # it answered, badly: the server's (or a gateway's) fault
+                failure = _Failure(ErrorKind.SERVER_ERROR, str(e))
+            except TransportError as e:  # no connection, or it closed before answering
+                failure = _Failure(ErrorKind.CONNECTION, str(e))
             except _Failure as f:
                 failure = f
             if not failure.kind.transient or attempt >= self.retry.max_retries:
