@@ -1,6 +1,6 @@
 """A zero-latency OpenAI-compatible HTTP/1.1 stub server for client-throughput benchmarks.
 
-    python bench/_stub_server.py --port 0 [--ready-file PATH]
+    python bench/_stub_server.py --port 0 [--ready-file PATH] [--gzip asked|always]
 
 It binds 127.0.0.1 (port 0: a free one), prints ``READY <port>`` on stdout once listening (and
 writes the port to ``--ready-file`` if given), and answers, with pre-built bytes and no model:
@@ -11,24 +11,40 @@ writes the port to ``--ready-file`` if given), and answers, with pre-built bytes
   GET  /stats                          {"requests": N, "completions": N, "cpu_s": ..., ...}
   POST /stats/reset                    zero the counters (answers the counts before the reset)
 
+With ``--gzip asked`` the two completion answers are sent gzip-encoded (``Content-Encoding: gzip``,
+pre-compressed once) to requests whose ``Accept-Encoding`` names gzip, as nginx's ``gzip on``
+does; ``--gzip always`` sends them gzip-encoded whatever the request asked (a gateway that does
+not look). Without ``--gzip`` nothing is ever compressed and request headers are not looked at
+beyond the framing ones. ``/stats`` counts the gzip answers (``gzip``), so a benchmark can check
+that its "gzip" runs really got gzip.
+
 It is a raw ``asyncio.Protocol`` (uvloop when installed, never required): HTTP/1.1 keep-alive,
 ``Content-Length`` request bodies (``Transfer-Encoding: chunked`` bodies are also accepted),
 headers and bodies split across any number of TCP segments. Pipelined requests are parsed in
 order too. It does as little as it can per request so it costs the shared CPU little: no JSON
 parsing of the request, one pre-built response per route. On SIGTERM/SIGINT it prints its final
 counts as one JSON line on stdout and exits.
+
+:func:`stub_server` runs it for a benchmark: in its own process (so its CPU is not the client's),
+on a free port, stopped when the block exits; :class:`Stub` reads and resets its counters.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gzip
 import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 _CHAT = {
@@ -61,10 +77,11 @@ _MODELS = {
 _MAX_HEADER = 64 * 1024
 
 
-def response(status: str, body: bytes, *, close: bool = False) -> bytes:
+def response(status: str, body: bytes, *, close: bool = False, encoding: str | None = None) -> bytes:
+    coding = f"Content-Encoding: {encoding}\r\n" if encoding else ""
     head = (
         f"HTTP/1.1 {status}\r\n"
-        "Content-Type: application/json\r\n"
+        f"Content-Type: application/json\r\n{coding}"
         f"Content-Length: {len(body)}\r\n"
         f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
     )
@@ -77,6 +94,9 @@ def _json(obj: object) -> bytes:
 
 CHAT_RESPONSE = response("200 OK", _json(_CHAT))
 TEXT_RESPONSE = response("200 OK", _json(_TEXT))
+CHAT_GZIP = response("200 OK", gzip.compress(_json(_CHAT), mtime=0), encoding="gzip")
+TEXT_GZIP = response("200 OK", gzip.compress(_json(_TEXT), mtime=0), encoding="gzip")
+GZIP_MODES = ("asked", "always")
 MODELS_RESPONSE = response("200 OK", _json(_MODELS))
 NOT_FOUND = response("404 Not Found", b'{"error":{"message":"not found"}}')
 BAD_REQUEST = response("400 Bad Request", b'{"error":{"message":"bad request"}}', close=True)
@@ -90,6 +110,8 @@ class Counters:
         self.completions = 0  # POST /v1/chat/completions and /v1/completions
         self.connections = 0
         self.body_bytes = 0
+        self.gzip = 0  # completion answers sent gzip-encoded
+        self.gzip_mode = ""  # --gzip: "", "asked" or "always" (set once at start, never reset)
 
     def snapshot(self) -> dict[str, float | int]:
         ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -98,6 +120,7 @@ class Counters:
             "completions": self.completions,
             "connections": self.connections,
             "body_bytes": self.body_bytes,
+            "gzip": self.gzip,
             "cpu_s": ru.ru_utime + ru.ru_stime,
             "maxrss_kib": ru.ru_maxrss,
             "pid": os.getpid(),
@@ -105,7 +128,7 @@ class Counters:
         }
 
     def reset(self) -> None:
-        self.requests = self.completions = self.connections = self.body_bytes = 0
+        self.requests = self.completions = self.connections = self.body_bytes = self.gzip = 0
 
 
 COUNTERS = Counters()
@@ -145,14 +168,25 @@ def _chunked_end(buf: bytearray, start: int) -> int:
             return -1
 
 
-def route(method: bytes, target: bytes) -> bytes:
+def _gzip_wanted(head: bytes) -> bool:
+    """Whether this request's completion answer goes gzip-encoded (``--gzip``); never without it."""
+    if not COUNTERS.gzip_mode:
+        return False
+    if COUNTERS.gzip_mode == "always":
+        return True
+    accept = _header(head.lower(), b"accept-encoding:")
+    return accept is not None and b"gzip" in accept
+
+
+def route(method: bytes, target: bytes, head: bytes) -> bytes:
     path = target.split(b"?", 1)[0]
-    if method == b"POST" and path.endswith(b"/chat/completions"):
-        COUNTERS.completions += 1
-        return CHAT_RESPONSE
     if method == b"POST" and path.endswith(b"/completions"):
         COUNTERS.completions += 1
-        return TEXT_RESPONSE
+        chat = path.endswith(b"/chat/completions")
+        if _gzip_wanted(head):
+            COUNTERS.gzip += 1
+            return CHAT_GZIP if chat else TEXT_GZIP
+        return CHAT_RESPONSE if chat else TEXT_RESPONSE
     if method == b"GET" and path.endswith(b"/models"):
         return MODELS_RESPONSE
     if path == b"/stats":
@@ -204,7 +238,7 @@ class StubProtocol(asyncio.Protocol):
                 break
             COUNTERS.requests += 1
             COUNTERS.body_bytes += stop - end - 4
-            out.append(route(line[0], line[1]))
+            out.append(route(line[0], line[1], head))
             close = b"\r\nconnection: close" in head.lower()
             del buf[:stop]
             if close:
@@ -243,10 +277,62 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=0, help="0: a free port")
     p.add_argument("--ready-file", type=Path, default=None, help="write the bound port here when ready")
+    p.add_argument(
+        "--gzip",
+        choices=GZIP_MODES,
+        default="",
+        help="gzip the completion answers: to requests whose Accept-Encoding names gzip, or always",
+    )
     args = p.parse_args(argv)
+    COUNTERS.gzip_mode = args.gzip
     loop_name = _install_uvloop()
     asyncio.run(serve(args.port, args.ready_file, loop_name))
     sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------- for the benchmarks
+
+
+@dataclass(slots=True)
+class Stub:
+    """A running stub server: its process and port; :meth:`stats` reads (and resets) its counters."""
+
+    proc: subprocess.Popen[str]
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self, *, reset: bool = False) -> dict[str, float]:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}/stats", method="POST" if reset else "GET")
+        with opener.open(req, timeout=10) as resp:
+            data: dict[str, float] = json.loads(resp.read())
+        return data
+
+
+@contextlib.contextmanager
+def stub_server(*options: str) -> Iterator[Stub]:
+    """This server on a free loopback port, in its own process, for the block (``options``: --gzip ...)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--port", "0", *options]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("READY "):
+            raise SystemExit(f"stub server did not start: {line!r}")
+        yield Stub(proc, int(line.split()[1]))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 if __name__ == "__main__":
