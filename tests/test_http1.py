@@ -226,6 +226,10 @@ def test_an_idle_connection_the_server_closed_is_replaced_without_losing_the_req
             r"Content-Length headers that disagree \(12, 15\)",
         ),
         ([b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024)], "headers longer than 64 KiB"),
+        (
+            [b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024) + b"\r\nContent-Length: 12\r\n\r\n" + OK],
+            "headers longer than 64 KiB",
+        ),
         ([b"HTTP/1.1 200 OK\r\nContent-Type: app"], "closed in the middle of the answer's headers"),
         ([b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 12\r\n\r\n" + OK], "encoded as 'br'"),
         (

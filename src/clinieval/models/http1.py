@@ -112,8 +112,13 @@ class _Origin:
     @property
     def host_header(self) -> str:
         default = 443 if self.scheme == "https" else 80
+        return self.authority if self.port != default else self.authority.rpartition(":")[0]
+
+    @property
+    def authority(self) -> str:
+        """``host:port`` always (CONNECT needs the port even when it is the scheme's default)."""
         name = f"[{self.host}]" if ":" in self.host else self.host
-        return name if self.port == default else f"{name}:{self.port}"
+        return f"{name}:{self.port}"
 
 
 def split_url(url: str) -> tuple[_Origin, str]:
@@ -242,11 +247,12 @@ class _Connection(asyncio.Protocol):
 
     def _read_head(self) -> bool:
         found = BLANK_LINE.search(self._buf)
+        end = len(self._buf) if found is None else found.start()
+        if end > MAX_HEAD:  # however it arrived: all at once, or in pieces with no end yet
+            raise _Malformed(f"headers longer than {MAX_HEAD // 1024} KiB")
         if found is None:
-            if len(self._buf) > MAX_HEAD:
-                raise _Malformed(f"headers longer than {MAX_HEAD // 1024} KiB")
             return False
-        end, stop = found.start(), found.end()
+        stop = found.end()
         lines = LINE_END.split(bytes(self._buf[:end]).decode("latin-1"))
         del self._buf[:stop]
         version, _, rest = lines[0].partition(" ")
@@ -496,7 +502,7 @@ class Http1Client:
         loop = asyncio.get_running_loop()
         o = self._origin
         try:
-            raw = await open_tunnel(proxy, o.host_header)
+            raw = await open_tunnel(proxy, o.authority)
         except OSError as e:
             raise self._connect_error(e, None) from None
         conn = _Connection(self._label)
