@@ -42,6 +42,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# throwaway cluster from Debian's binaries (tests/browser.py, tests/postgres.py).
 	test -x /usr/bin/chromium -a -n "$$(command -v pg_ctl || ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null)" || \
 	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q chromium postgresql >/dev/null'
+	# The transport matrix puts Debian's nginx (TLS, gzip, an Azure-style route) in front of the embedded model
+	# and tinyproxy (tinyproxy-bin: the program without a system service) between it and the client, in a
+	# network namespace made with unshare and ip (tests/real_servers.py, tests/test_transport_matrix.py).
+	test -x /usr/sbin/nginx -a -x /usr/bin/tinyproxy -a -n "$$(command -v openssl)" -a -n "$$(command -v ip)" || \
+	  $(if $(filter 0,$(shell id -u)),,sudo) sh -c 'apt-get update -q >/dev/null && apt-get install -y -q nginx tinyproxy-bin openssl iproute2 >/dev/null'
 	# A wheel reused from pip's cache may have been built for another CPU: decode, else rebuild uncached.
 	$(BIN)/python -m clinieval.models.selfcheck || { \
 	  $(BIN)/pip cache remove llama_cpp_python; \
