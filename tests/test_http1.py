@@ -23,6 +23,7 @@ from clinieval.models import http_encoding
 from clinieval.models.http1 import (
     ConnectError,
     ConnectOptions,
+    CutShort,
     Http1Client,
     ProtocolError,
     TransportError,
@@ -215,10 +216,6 @@ def test_an_idle_connection_the_server_closed_is_replaced_without_losing_the_req
     ("pieces", "message"),
     [
         ([b"SSH-2.0-OpenSSH\r\n\r\n"], "does not start with an HTTP status line: 'SSH-2.0-OpenSSH'"),
-        (
-            [b'HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{"partial"', b"<close>"],
-            "the connection closed after 10 of the 50 body bytes its Content-Length announced",
-        ),
         ([b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n"], "a Content-Length that is not a number"),
         ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "a bad chunk size"),
         (
@@ -230,7 +227,6 @@ def test_an_idle_connection_the_server_closed_is_replaced_without_losing_the_req
             [b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024) + b"\r\nContent-Length: 12\r\n\r\n" + OK],
             "headers longer than 64 KiB",
         ),
-        ([b"HTTP/1.1 200 OK\r\nContent-Type: app"], "closed in the middle of the answer's headers"),
         ([b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 12\r\n\r\n" + OK], "encoded as 'br'"),
         (
             [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 12\r\n\r\n" + OK],
@@ -245,6 +241,28 @@ def test_an_answer_that_is_not_valid_http_says_what_was_wrong(pieces: list[bytes
         ask(server.url())
     assert str(caught.value).startswith(f"not a valid HTTP answer from 127.0.0.1:{server.port}: ")
     assert re.search(message, str(caught.value)), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "message"),
+    [
+        (
+            [b'HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{"partial"'],
+            "the connection closed after 10 of the 50 body bytes its Content-Length announced",
+        ),
+        ([b"HTTP/1.1 200 OK\r\nContent-Type: app"], "the connection closed in the middle of its headers"),
+        (
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"],
+            "the connection closed in the middle of its chunked body",
+        ),
+    ],
+)
+def test_an_answer_cut_short_is_a_lost_connection_that_says_how_far_it_got(
+    pieces: list[bytes], message: str
+) -> None:
+    with serving(lambda n: [*pieces, b"<close>"]) as server, pytest.raises(CutShort) as caught:
+        ask(server.url())
+    assert str(caught.value) == f"the answer from 127.0.0.1:{server.port} was cut short: {message}"
 
 
 def test_a_server_that_closes_without_answering_is_a_connection_failure() -> None:

@@ -13,14 +13,15 @@ line ends (read as browsers read them), TLS for an allowlisted host (the system'
 (:mod:`.http_proxy`: CONNECT for https).
 
 What it promises the caller: :meth:`Http1Client.request` returns a whole :class:`Response` or
-raises one of three things, each with a message that names the server: :class:`ConnectError`
+raises one of four things, each with a message that names the server: :class:`ConnectError`
 (no connection: refused, unresolvable, an untrusted certificate, a proxy that said no),
 :class:`ProtocolError` (something answered, but not valid HTTP: the message says what was
-wrong) or :class:`TransportTimeout` (no whole answer in time: the message says what was still
-awaited). A connection is reused only after a complete answer that allows it; one that fails,
-times out or is cancelled is closed, never put back. A request sent on a reused connection that
-the server had already closed (an idle keep-alive timeout) is sent again once on a fresh
-connection, as browsers do: the server never saw it.
+wrong), :class:`CutShort` (an answer began, then the connection closed) or
+:class:`TransportTimeout` (no whole answer in time: the message says what was still awaited).
+A connection is reused only after a complete answer that allows it; one that fails, times out
+or is cancelled is closed, never put back. A request sent on a reused connection that the server
+had already closed (an idle keep-alive timeout) is sent again once on a fresh connection, as
+browsers do: the server never saw it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ class ConnectError(TransportError):
 
 class ProtocolError(TransportError):
     """Connected, and something answered, but not with valid HTTP: the message names what was wrong."""
+
+
+class CutShort(TransportError):
+    """The server began to answer, then the connection closed before the answer was whole: a
+    lost connection (a crash, a restart, a proxy timing out), though the server did answer."""
 
 
 class _Stale(TransportError):
@@ -186,17 +192,19 @@ class _Connection(asyncio.Protocol):
             waiter.set_exception(_Stale(f"{self.label} closed the connection without answering"))
             return
         reason = f" ({exc})" if exc else ""
-        waiter.set_exception(self._invalid(self._cut_short() + reason))
+        waiter.set_exception(
+            CutShort(f"the answer from {self.label} was cut short: {self._cut_short()}{reason}")
+        )
 
     def _cut_short(self) -> str:
         if self._head is None:
-            return "the connection closed in the middle of the answer's headers"
+            return "the connection closed in the middle of its headers"
         if self._mode == "length":
             return (
                 f"the connection closed after {len(self._buf)} of the {self._length} body bytes "
                 "its Content-Length announced"
             )
-        return "the connection closed in the middle of the chunked body"
+        return "the connection closed in the middle of its chunked body"
 
     def _invalid(self, what: str) -> ProtocolError:
         return ProtocolError(f"not a valid HTTP answer from {self.label}: {what}")

@@ -33,6 +33,7 @@ from clinieval.models.concurrency import AdaptiveLimit
 from clinieval.models.http1 import (
     ConnectError,
     ConnectOptions,
+    CutShort,
     Http1Client,
     ProtocolError,
     TransportError,
@@ -252,6 +253,10 @@ class OpenAIModel:
     def _unreachable(self, error: TransportError | TimeoutError) -> str:
         """Why the first request got no usable answer, told apart: no connection, an answer that
         is not HTTP, or none in time (each calls for a different fix)."""
+        if isinstance(error, CutShort):
+            return (
+                f"{self.base_url} answered, but {error}; did it restart, or is a proxy in between timing out?"
+            )
         if isinstance(error, ProtocolError):
             return (
                 f"{self.base_url} answered, but {error}; is that an HTTP API server (and not "
