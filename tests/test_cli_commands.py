@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from clinieval.cli_commands import (
     ArmOptions,
     Endpoints,
-    ExecutorOptions,
     JudgeOptions,
     JudgeSampling,
     OptionGroup,
@@ -58,8 +57,8 @@ def test_a_group_spreads_into_its_options_with_the_commands_defaults() -> None:
     app = _app_with(go)
     options = _options(app)
     assert list(options) == [
-        "model", "n_ctx", "timeout", "retries", "concurrency", "allow_host",
-        "overwrite", "progress", "strict",
+        "model", "n_ctx", "timeout", "retries", "concurrency", "allow_host", "ca_bundle", "no_proxy",
+        "executor", "ray_address", "ray_workers", "overwrite", "progress", "strict",
     ]  # fmt: skip
     assert options["n_ctx"].default == 8192 and options["timeout"].default == 30.0  # type: ignore[attr-defined]
     assert options["retries"].default == 4  # type: ignore[attr-defined]  # the group's own default
@@ -124,7 +123,7 @@ def test_judge_options_speak_of_the_judge_and_refuse_a_bad_fraction_first() -> N
     options = _options(app)
     assert list(options) == [
         "judge_temperature", "limit", "n_ctx", "timeout", "retries", "concurrency", "allow_host",
-        "progress", "allow_failures",
+        "ca_bundle", "no_proxy", "executor", "ray_address", "ray_workers", "progress", "allow_failures",
     ]  # fmt: skip
     assert options["n_ctx"].help == "context window of an embedded judge"  # type: ignore[attr-defined]
     done = runner.invoke(app, ["go", "--allow-failures", "lots"])
@@ -166,7 +165,7 @@ def test_a_group_default_of_another_type_is_refused() -> None:
 
 
 def test_every_group_field_has_a_default() -> None:
-    for group in (Endpoints, ArmOptions, JudgeSampling, JudgeOptions, ExecutorOptions):
+    for group in (Endpoints, ArmOptions, JudgeSampling, JudgeOptions):
         assert issubclass(group, OptionGroup)
         group()  # constructible from defaults alone: a command may leave the group out
 
@@ -174,14 +173,67 @@ def test_every_group_field_has_a_default() -> None:
 def test_executor_options_refuse_ray_settings_without_ray() -> None:
     from clinieval.distributed import WorkerJob
 
+    with pytest.raises(UserError, match="--ray-workers needs --executor ray"):
+        Endpoints(ray_workers=2)
+    with pytest.raises(UserError, match="--ray-address needs --executor ray"):
+        JudgeOptions(ray_address="10.0.0.1:6379")  # a subclass checks them too
+    with pytest.raises(UserError, match="--executor 'spark' is unknown; choose from local, ray"):
+        ArmOptions(executor="spark")
     job = WorkerJob.__new__(WorkerJob)
-    with (
-        pytest.raises(UserError, match="--ray-workers needs --executor ray"),
-        ExecutorOptions(ray_workers=2).open(job),
-    ):
-        pass
-    with ExecutorOptions().open(job) as chosen:
+    with Endpoints().open_executor(job) as chosen:
         assert chosen is None  # local: the runner's own executor
+
+
+def test_under_ray_the_backend_names_ray_and_the_workers_keep_concurrency_each() -> None:
+    from clinieval.models.ray_model import RayChoice, RayModel
+    from clinieval.models.spec import parse_model_spec
+
+    ray = Endpoints(concurrency=3, executor="ray", ray_address="10.0.0.1:6379", ray_workers=2)
+    assert ray.backend().executor == RayChoice("10.0.0.1:6379", 2)
+    assert ray.local_backend().executor is None  # `clinieval run`: its workers take whole items
+    assert ray.backend().concurrency == 3 and ray.in_flight() is None  # the model sums its workers'
+    assert Endpoints(concurrency=3).in_flight() == 3 and Endpoints().backend().executor is None
+    model = parse_model_spec("openai:http://127.0.0.1:9/v1,http://127.0.0.1:10/v1@m", ray.backend())
+    assert isinstance(model, RayModel) and model.name == "m"
+    with pytest.raises(UserError, match="expected URL@model-name"):  # refused before Ray starts
+        parse_model_spec("openai:http://127.0.0.1:9/v1", ray.backend())
+
+
+SPEC_OPTIONS = {"--model", "--judge", "--teacher", "--generator"}
+"""Options that take a model spec: a command with one sends model requests (``--reviewer`` names
+a person)."""
+NOT_SPECS = {
+    "analyze": "--model names a table column",
+    "automedeval train": "--model is a Hugging Face folder to fine-tune, not a model to ask",
+}
+DEMOS = {"medalign demo", "ehrnoteqa demo", "medeval demo", "automedeval demo"}
+"""The demos run their tiny embedded models in this process by design (a tour, not a workload);
+each takes only the few options it documents."""
+
+
+def _leaf_commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, object]]:
+    children = getattr(group, "commands", None)
+    if children is None:
+        return [(" ".join(path), group)]
+    return [leaf for name, child in children.items() for leaf in _leaf_commands(child, (*path, name))]
+
+
+def test_every_command_that_asks_a_model_takes_the_executor_and_concurrency_options() -> None:
+    """Walks the real command tree: each command with a model-spec option has --executor,
+    --ray-address, --ray-workers and --concurrency (before issue 28 only `run` had --executor)."""
+    from clinieval.cli import app
+
+    asking, lacking = [], []
+    for name, leaf in _leaf_commands(typer.main.get_command(app)):
+        flags = {flag for p in leaf.params for flag in getattr(p, "opts", ())}  # type: ignore[attr-defined]
+        if not flags & SPEC_OPTIONS or name in NOT_SPECS or name in DEMOS:
+            continue
+        asking.append(name)
+        wanted = {"--executor", "--ray-address", "--ray-workers", "--concurrency"}
+        lacking += [f"{name}: {flag}" for flag in sorted(wanted - flags)]
+    assert not lacking, lacking
+    assert {"run", "judge", "medalign run", "medeval run", "automedeval judge"} <= set(asking)
+    assert len(asking) >= 11
 
 
 def _result(tmp_path: Path, failed: int) -> JudgeResult:

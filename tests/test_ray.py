@@ -1,11 +1,16 @@
-"""`clinieval run --executor ray`: one run over Ray workers, written only by the driver.
+"""`--executor ray`: one run over Ray workers, written only by the driver; and every other command
+that asks a model (a judge, a benchmark's arms) asking it on Ray workers, with the same results.
 
 Ray's start-up probes cloud-metadata addresses and public DNS, and no test traffic may leave
 loopback, so every test that starts Ray runs its part in a network namespace that has only a
 loopback interface (``unshare -n``): this file, run as ``python -m tests.test_ray SCENARIO DIR``
 inside the namespace, starts the OpenAI-compatible fault server there, runs the real command
 line against it (a local run and a Ray run, a run killed and resumed, a Ray worker killed, a
-cluster joined with ``--ray-address``), and leaves a JSON report in DIR for the test to check.
+cluster joined with ``--ray-address``; a judge pass and a benchmark's arms, locally and on Ray),
+and leaves a JSON report in DIR for the test to check.
+
+Without ``unshare``, ``ip`` or Ray, or where a namespace cannot be made, the tests are skipped with
+the reason, and fail instead under ``CI=true`` (tests/browser.py's rule).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser import missing
 from tests.conftest import BIN, REPO, free_port
 from tests.fault_server import FaultServer
 
@@ -251,11 +257,104 @@ def scenario_embedded(tmp: Path) -> dict[str, Any]:
     }
 
 
+def answer_or_verdict(prompt: str) -> str:
+    """The model's answer, or a judge's verdict (the rubric asks for a ``Verdict:`` line) that
+    depends on the prompt, so a score filed under another answer shows."""
+    if "Verdict:" not in prompt:
+        return answer(prompt)
+    return f"Reason: as the reference says.\nVerdict: {'yes' if sum(map(ord, prompt)) % 2 else 'no'}"
+
+
+def scores(run_dir: Path, rubric: str) -> list[dict[str, Any]]:
+    """A judge pass's scores file, one decoded row a line (timings left out: they differ)."""
+    rows = [json.loads(line) for line in (run_dir / "scores" / f"{rubric}.jsonl").read_text().splitlines()]
+    for row in rows:
+        for key in [k for k in row if "latency" in k or "elapsed" in k]:
+            del row[key]
+    return rows
+
+
+def arm_records(out: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every arm's records under a benchmark's ``--out``, by the arm's folder name."""
+    return {m.parent.name: records(m.parent) for m in sorted(out.rglob("manifest.json"))}
+
+
+def arm_workers(out: Path) -> list[Any]:
+    """Each arm's Ray workers' nodes as its summary.json records them (None: asked locally)."""
+    return [
+        json.loads((m.parent / "summary.json").read_text())["run"].get("ray_workers")
+        for m in sorted(out.rglob("manifest.json"))
+    ]
+
+
+def scenario_commands(tmp: Path) -> dict[str, Any]:
+    """One judge pass (`clinieval judge`) and one benchmark's arms (`clinieval medeval run`), each
+    locally and with ``--executor ray`` (requests answered on Ray workers): same scores, same records."""
+    from clinieval.benchmarks.medeval.synth.writer import write_synthetic
+
+    data = write_items(tmp / "items.jsonl", 8)
+    corpus = tmp / "medeval"
+    write_synthetic(corpus, seed=1, sentences=40, reports=20)
+    with FaultServer(delay_s=0.01, responder=answer_or_verdict) as server:
+        model = f"openai:{server.url}@fault"
+        answered = run(cli(data, tmp / "answers", model))
+        for copy in ("judged-local", "judged-ray"):
+            shutil.copytree(tmp / "answers", tmp / copy)
+        judge = [str(BIN / "clinieval"), "judge", "--rubric", "reference_correct", "--repeats", "2"]
+        judge += ["--no-progress"]
+        judged_local = run([*judge, str(tmp / "judged-local"), "--judge", model, "--concurrency", "3"])
+        before = len(server.log.received)
+        judged_ray = run(
+            [*judge, str(tmp / "judged-ray"), "--judge", model, "--concurrency", "3", "--executor", "ray"]
+        )
+        judge_requests_on_ray = len(server.log.received) - before
+        arms = [str(BIN / "clinieval"), "medeval", "run", "--data", str(corpus), "-m", model]
+        arms += ["--task", "abnormality", "--shots", "0", "--limit", "6", "--no-progress"]
+        arms_local = run([*arms, "--out", str(tmp / "arms-local")])
+        arms_ray = run([*arms, "--out", str(tmp / "arms-ray"), "--executor", "ray", "--ray-workers", "2"])
+        left = settled_processes(set())
+    shutil.copytree(tmp / "answers", tmp / "judged-kill")
+    killed = judge_and_kill_a_worker(tmp / "judged-kill", judge)
+    return {
+        "answered": answered,
+        "judged_local": judged_local,
+        "judged_ray": judged_ray,
+        "judge_requests_on_ray": judge_requests_on_ray,
+        "scores_local": scores(tmp / "judged-local", "reference_correct"),
+        "scores_ray": scores(tmp / "judged-ray", "reference_correct"),
+        "arms_local": arms_local,
+        "arms_ray": arms_ray,
+        "arm_records_local": arm_records(tmp / "arms-local"),
+        "arm_records_ray": arm_records(tmp / "arms-ray"),
+        "arm_workers_local": arm_workers(tmp / "arms-local"),
+        "arm_workers_ray": arm_workers(tmp / "arms-ray"),
+        "left_after_run": left,
+        "killed": killed,
+        "scores_killed": scores(tmp / "judged-kill", "reference_correct"),
+    }
+
+
+def judge_and_kill_a_worker(run_dir: Path, judge: list[str]) -> dict[str, Any]:
+    """A judge pass on two Ray workers, one of them killed while it holds requests in flight."""
+    with FaultServer(delay_s=0.01, responder=answer_or_verdict, hold_after=ANSWERED_BEFORE_KILL) as server:
+        flags = ["--executor", "ray", "--ray-workers", "2", "--concurrency", "2"]
+        cmd = [*judge, str(run_dir), "--judge", f"openai:{server.url}@fault", *flags]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: len(server.log.received) > ANSWERED_BEFORE_KILL + 2, proc)  # some held
+        workers = [pid for pid, name in namespace_processes().items() if name.startswith("ray::ModelWorker")]
+        os.kill(workers[0], signal.SIGKILL)
+        time.sleep(1.0)  # the command sees the worker gone, and asks the other
+        server.release()
+        stdout, stderr = proc.communicate(timeout=RAY_START_S)
+    return {"workers": len(workers), "rc": proc.returncode, "stdout": stdout, "stderr": stderr}
+
+
 SCENARIOS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "equal": scenario_equal,
     "kill": scenario_kill,
     "cluster": scenario_cluster,
     "embedded": scenario_embedded,
+    "commands": scenario_commands,
 }
 
 
@@ -274,17 +373,20 @@ def main(scenario: str, tmp: str) -> None:
 def in_namespace(scenario: str, tmp: Path, timeout: float = 300) -> dict[str, Any]:
     """Run ``scenario`` in a fresh network namespace with only loopback up; return its report."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("needs unshare and ip (util-linux, iproute2) to keep Ray's traffic on loopback")
-    pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'clinieval[ray]'")
+        missing("needs unshare and ip (util-linux, iproute2) to keep Ray's traffic on loopback")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        missing("the ray extra is not installed: pip install 'clinieval[ray]'")
     script = f'ip link set lo up && exec "{sys.executable}" -m tests.test_ray {scenario} "{tmp}"'
     try:
         done = subprocess.run(
             ["unshare", "-n", "sh", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=timeout
         )
     except PermissionError:
-        pytest.skip("cannot create a network namespace here")
+        missing("cannot create a network namespace here")
     if done.returncode != 0 and "unshare failed" in done.stderr:
-        pytest.skip(f"cannot create a network namespace here: {done.stderr.strip()}")
+        missing(f"cannot create a network namespace here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stdout + done.stderr
     report: dict[str, Any] = json.loads((tmp / "report.json").read_text())
     return report
@@ -355,6 +457,42 @@ def test_embedded_model_through_ray(tmp_path: Path, smollm2_path: Path) -> None:
     local, ray = by_key(report["local_records"]), by_key(report["ray_records"])
     assert len(ray) == 3 and ray == local
     assert all(r["output"]["text"] and r["output"]["error_kind"] is None for r in ray.values())
+
+
+@pytest.mark.slow
+def test_a_judge_and_benchmark_arms_on_ray_equal_local_ones(tmp_path: Path) -> None:
+    report = in_namespace("commands", tmp_path)
+    for name in ("answered", "judged_local", "judged_ray", "arms_local", "arms_ray"):
+        ok(report[name])
+    local, ray = report["scores_local"], report["scores_ray"]
+    assert len(local) == 8 and ray == local  # same verdicts, on the same answers, in the same order
+    assert {r["value"] for r in local} == {0.0, 1.0}, "the verdicts should differ"
+    assert report["judge_requests_on_ray"] == 16  # nothing came from the first pass's cache
+    arms_local, arms_ray = report["arm_records_local"], report["arm_records_ray"]
+    assert list(arms_ray) == list(arms_local) and arms_local
+    for arm, rows in arms_local.items():
+        assert len(rows) == 6 and by_key(arms_ray[arm]) == by_key(rows), arm
+    assert report["arm_workers_ray"] == [["127.0.0.1", "127.0.0.1"]] * len(arms_ray)  # asked on Ray
+    assert report["arm_workers_local"] == [None] * len(arms_local)
+    assert report["left_after_run"] == [], "a local Ray a command started is still running"
+    killed = report["killed"]
+    assert killed["workers"] == 2 and killed["rc"] == 0, killed["stderr"]
+    assert "the Ray worker on 127.0.0.1 died" in killed["stderr"] and "asking the others" in killed["stderr"]
+    assert [r["value"] for r in report["scores_killed"]] == [r["value"] for r in local]  # nothing lost
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_without_unshare_the_ray_tests_fail_under_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ci: str | None
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no unshare, no ip
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    expected = pytest.fail.Exception if ci == "true" else pytest.skip.Exception
+    with pytest.raises(expected, match="needs unshare and ip"):
+        in_namespace("equal", tmp_path)
 
 
 def _cli_without_ray(*args: str) -> subprocess.CompletedProcess[str]:

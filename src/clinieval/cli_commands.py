@@ -3,7 +3,7 @@ loop every ``judge`` command runs.
 
 Every benchmark's ``run`` and ``judge``, the dataset builders and ``clinieval run``/``judge`` reach
 a model the same way (``--n-ctx``, ``--timeout``, ``--retries``, ``--concurrency``,
-``--allow-host``), and the arm runners and judges add the same few options on top. Typer reads
+``--allow-host``, ``--executor``), and the arm runners and judges add the same few options on top. Typer reads
 options from a function's flat parameter list, so without help each command spelt the block out
 again. Here a block is an :class:`OptionGroup`: a frozen dataclass whose fields are typer options
 (the ``Annotated`` aliases of :mod:`clinieval.cli_options`). A command names a group as one
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from clinieval.distributed import WorkerJob
     from clinieval.judge.rubric import Rubric
     from clinieval.judge.run import JudgeResult
+    from clinieval.models.ray_model import RayChoice
     from clinieval.models.spec import BackendOptions
     from clinieval.runner import Executor
     from clinieval.session import ArmSettings
@@ -79,10 +80,32 @@ class OptionGroup:
     """
 
 
+ExecutorName = Annotated[
+    str,
+    typer.Option(
+        help="where model requests are answered: local (this process) or ray (Ray workers, one per node; "
+        "`clinieval run` sends them whole items; docs/distributed.md)"
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(help="with --executor ray: the cluster to join, HEAD:6379 (default: a local Ray)"),
+]
+RayWorkers = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="with --executor ray: how many workers (default: one per node); --concurrency applies to each",
+    ),
+]
+
+
 @dataclass(frozen=True)
 class Endpoints(OptionGroup):
-    """How a command reaches a model: an embedded model's context window, and an HTTP server's
-    timeout, retries, requests in flight, allowed non-loopback hosts, trusted CAs and proxy use."""
+    """How a command reaches a model: an embedded model's context window, an HTTP server's
+    timeout, retries, requests in flight, allowed non-loopback hosts, trusted CAs and proxy use,
+    and who asks (this process, or Ray workers on every node). A malformed executor choice is
+    refused when the command starts, before any model is opened."""
 
     n_ctx: NCtx = 4096
     timeout: Timeout = 600.0
@@ -91,9 +114,27 @@ class Endpoints(OptionGroup):
     allow_host: AllowHost = None
     ca_bundle: CaBundle = None
     no_proxy: NoProxy = False
+    executor: ExecutorName = "local"
+    ray_address: RayAddress = None
+    ray_workers: RayWorkers = None
+
+    def __post_init__(self) -> None:
+        self.ray()
+
+    def ray(self) -> RayChoice | None:
+        """``--executor ray`` with its address and workers; None for ``local``."""
+        from clinieval.models.ray_model import ray_choice
+
+        return ray_choice(self.executor, self.ray_address, self.ray_workers)
 
     def backend(self, server_kind: str | None = None) -> BackendOptions:
-        """The options every model spec is opened with (``--server-kind``, where a command has it)."""
+        """The options every model spec is opened with (``--server-kind``, where a command has it);
+        under ``--executor ray`` they open a model answered on Ray workers."""
+        return dataclasses.replace(self.local_backend(server_kind), executor=self.ray())
+
+    def local_backend(self, server_kind: str | None = None) -> BackendOptions:
+        """The options without the executor: what ``clinieval run``, whose Ray workers take whole
+        items, opens its model with."""
         from clinieval.models.spec import BackendOptions
 
         return BackendOptions.from_cli(
@@ -106,6 +147,18 @@ class Endpoints(OptionGroup):
             ca_bundle=self.ca_bundle,
             no_proxy=self.no_proxy,
         )
+
+    def in_flight(self) -> int | None:
+        """Requests a command keeps in flight: ``--concurrency``; under Ray None, for the model's
+        own ceiling: each worker keeps ``--concurrency`` in flight and the model sums them."""
+        return None if self.ray() is not None else self.concurrency
+
+    def open_executor(self, job: WorkerJob) -> AbstractContextManager[Executor | None]:
+        """``clinieval run``'s item executor, started for ``job`` (workers rebuild the task and
+        model from it); None stands for the runner's own, in this process."""
+        from clinieval.distributed import open_executor
+
+        return open_executor(self.executor, job, ray_address=self.ray_address, ray_workers=self.ray_workers)
 
 
 @dataclass(frozen=True)
@@ -122,7 +175,7 @@ class ArmOptions(Endpoints):
             settings,
             backend=self.backend(),
             limit=limit,
-            concurrency=self.concurrency,
+            concurrency=self.in_flight(),
             overwrite=self.overwrite,
             progress=self.progress,
         )
@@ -158,6 +211,7 @@ class JudgeOptions(Endpoints, JudgeSampling):
     allow_failures: AllowJudgeFailures = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.allowed()
 
     def allowed(self) -> float | None:
@@ -169,32 +223,8 @@ class JudgeOptions(Endpoints, JudgeSampling):
     def call(self) -> JudgeCall:
         """What each judging call is given: the backend, requests in flight, limit, progress."""
         return JudgeCall(
-            backend=self.backend(), concurrency=self.concurrency, limit=self.limit, progress=self.progress
+            backend=self.backend(), concurrency=self.in_flight(), limit=self.limit, progress=self.progress
         )
-
-
-@dataclass(frozen=True)
-class ExecutorOptions(OptionGroup):
-    """Who evaluates the items: this process, or Ray workers (docs/distributed.md)."""
-
-    executor: Annotated[
-        str,
-        typer.Option(help="who evaluates: local (this process) or ray (Ray workers; docs/distributed.md)"),
-    ] = "local"
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="with --executor ray: the cluster to join, HEAD:6379 (default: a local Ray)"),
-    ] = None
-    ray_workers: Annotated[
-        int | None, typer.Option(min=1, help="with --executor ray: how many workers (default: one per node)")
-    ] = None
-
-    def open(self, job: WorkerJob) -> AbstractContextManager[Executor | None]:
-        """The chosen executor, started for ``job`` (workers rebuild the task and model from it);
-        None stands for the runner's own, in this process."""
-        from clinieval.distributed import open_executor
-
-        return open_executor(self.executor, job, ray_address=self.ray_address, ray_workers=self.ray_workers)
 
 
 def command(app: typer.Typer, name: str | None = None) -> Callable[[CommandFunction], CommandFunction]:

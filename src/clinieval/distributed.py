@@ -20,7 +20,9 @@ Why the work is split this way (docs/distributed.md has the user's side):
   run's concurrency) and refills a worker as soon as one of its items returns, so a faster node
   takes more items, memory stays flat, and a kill loses at most the window.
 
-``ray`` is imported only when a Ray executor is opened (``--executor ray``).
+``ray`` is imported only when a Ray executor is opened (``--executor ray``). Starting or joining
+Ray, placing actors on nodes and the wording of their errors are shared with the other commands'
+``--executor ray`` (request-level, :mod:`clinieval.models.ray_model`) and live there.
 """
 
 from __future__ import annotations
@@ -31,14 +33,25 @@ import logging
 import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from clinieval.cache import RequestStore
 from clinieval.datasets import ENV_DATA_DIR
-from clinieval.errors import UserError, one_of
+from clinieval.errors import UserError
 from clinieval.models.base import Model
+from clinieval.models.ray_model import (
+    EXECUTORS,
+    RAY_LOGS,
+    Placed,
+    RayCluster,
+    WorkerFailure,
+    failure_of,
+    first_line,
+    ray_choice,
+    setup_failed,
+)
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import Executor, ItemLoop, ItemWork
 from clinieval.sample_record import SampleRecord
@@ -48,19 +61,10 @@ from clinieval.types import JSON, GenerationConfig, Sample
 
 log = logging.getLogger(__name__)
 
-EXECUTORS = ("local", "ray")
-"""What ``--executor`` may name."""
+__all__ = ["EXECUTORS", "RayExecutor", "TaskRecipe", "WorkerJob", "open_executor"]
 
-INSTALL_HINT = "install the ray extra: pip install 'clinieval[ray]'"
-LOCAL_CPUS = 2
-"""CPUs a Ray started by clinieval advertises. Workers reserve none (they wait on a model server or
-run an embedded model with its own threads); this only sizes Ray's own pool of idle processes."""
-SETUP_TIMEOUT_S = 600.0
-"""How long workers may take to build their task and model (an embedded model loads here)."""
 WAIT_POLL_S = 1.0
 """The longest one ``ray.wait`` blocks a thread, so an interrupted run stops promptly."""
-RAY_LOGS = "/tmp/ray/session_latest/logs"
-AUTH_HINT = "A cluster with token authentication needs RAY_AUTH_MODE=token and its token here too"
 RESUME = "everything finished before it is written: run the same command again to resume"
 
 TaskBuilder = Callable[
@@ -172,19 +176,12 @@ def _absolute(path: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class WorkerJob:
-    """What every worker builds for itself: the task from its recipe, the model from its spec."""
+    """What every worker builds for itself: the task from its recipe, the model from its spec
+    (with the backend options minus any executor: a worker asks its model in its own process)."""
 
     recipe: TaskRecipe
     model_spec: str
     backend: BackendOptions
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerFailure:
-    """Why a worker could not do what it was asked: a UserError's message, or a crash's."""
-
-    message: str
-    user_error: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,15 +224,6 @@ class _Collector:
         self.entries[key] = (kind, value)
 
 
-def _failure(error: Exception, doing: str) -> WorkerFailure:
-    """A worker's exception as a value: a UserError's message as is; anything else with its type,
-    and its traceback in the worker's log (Ray keeps it on that node)."""
-    if isinstance(error, UserError):
-        return WorkerFailure(str(error), user_error=True)
-    log.exception("clinieval worker failed while %s", doing)
-    return WorkerFailure(f"{type(error).__name__}: {error}", user_error=False)
-
-
 class Worker:
     """The Ray actor: builds the task and the model once, then evaluates the items it is sent.
 
@@ -252,11 +240,12 @@ class Worker:
         """Build and check the task and the model (a node-local server must answer)."""
         try:
             self._task = self._job.recipe.task()
-            self._model = parse_model_spec(self._job.model_spec, self._job.backend)
+            backend = replace(self._job.backend, executor=None)
+            self._model = parse_model_spec(self._job.model_spec, backend)
             await self._model.check()
             return WorkerReady(self._task.spec(), self._task.generation, self._model.identity)
         except Exception as e:
-            return _failure(e, "building the task and the model")
+            return failure_of(e, "building the task and the model")
 
     async def evaluate(self, sample: Sample, repeat: int) -> ItemResult:
         assert self._task is not None and self._model is not None, "setup() first"
@@ -265,7 +254,7 @@ class Worker:
         try:
             record = await loop.record(sample, repeat)
         except Exception as e:
-            return ItemResult(None, failure=_failure(e, f"evaluating sample {sample.id!r} repeat {repeat}"))
+            return ItemResult(None, failure=failure_of(e, f"evaluating sample {sample.id!r} repeat {repeat}"))
         encoded = record.to_dict()
         del encoded["sample"]
         entries = tuple((key, kind, value) for key, (kind, value) in store.entries.items())
@@ -274,25 +263,6 @@ class Worker:
     async def close(self) -> None:
         if self._model is not None:
             await self._model.aclose()
-
-
-def import_ray() -> Any:
-    """The ``ray`` module, or one UserError saying how to install it. Ray never reports usage
-    from a run clinieval starts (an offline tool has no business phoning home)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    try:
-        import ray
-    except ImportError:
-        raise UserError(f"--executor ray needs Ray, which is not installed; {INSTALL_HINT}") from None
-    return ray
-
-
-@dataclass(frozen=True, slots=True)
-class _Placed:
-    """One actor and the node it runs on (named in errors)."""
-
-    actor: Any
-    node: str
 
 
 class RayExecutor:
@@ -308,108 +278,39 @@ class RayExecutor:
         self.job = job
         self.address = address
         self.workers = workers
-        self._ray: Any = import_ray()
-        self._started = False
-        self._placed: list[_Placed] = []
+        self._cluster = RayCluster(address)
+        self._ray: Any = self._cluster.ray
         self._ready: list[WorkerReady] = []
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     def __enter__(self) -> RayExecutor:
-        self._connect()
+        self._cluster.connect()
         try:
             self._start_workers()
         except BaseException:
-            self._disconnect()
+            self._cluster.disconnect()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._disconnect()
+        self._cluster.disconnect()
 
-    def _connect(self) -> None:
-        ray = self._ray
-        # workers' output (a crash's traceback) is forwarded here; Ray's own chatter is not
-        common = {"logging_level": logging.WARNING, "log_to_driver": True}
-        try:
-            if self.address is None:
-                ray.init(
-                    address="local",
-                    num_cpus=LOCAL_CPUS,
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    **common,
-                )
-            else:
-                ray.init(address=self.address, **common)
-        except Exception as e:
-            where = "start a local Ray" if self.address is None else f"connect to Ray at {self.address}"
-            hint = "" if self.address is None else f"; is `ray start --head` running there? {AUTH_HINT}"
-            raise UserError(f"cannot {where}: {type(e).__name__}: {_first_line(e)}{hint}") from None
-        self._started = True
-
-    def _disconnect(self) -> None:
-        """Close and stop our actors, then leave Ray: a Ray we started stops with us, a cluster we
-        joined keeps running."""
-        if not self._started:
-            return
-        ray = self._ray
-        with contextlib.suppress(Exception):
-            ray.get([p.actor.close.remote() for p in self._placed], timeout=10)
-        for placed in self._placed:
-            with contextlib.suppress(Exception):
-                ray.kill(placed.actor, no_restart=True)
-        self._placed = []
-        ray.shutdown()
-        self._started = False
-
-    def _nodes(self) -> list[tuple[str, str]]:
-        """(node id, address) of every live node with CPUs: a node started with ``--num-cpus 0``
-        (a head without a model server) gets no worker."""
-        nodes = [
-            (str(n["NodeID"]), str(n["NodeManagerAddress"]))
-            for n in self._ray.nodes()
-            if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0
-        ]
-        if not nodes:
-            raise UserError("the Ray cluster has no live node with CPUs to run workers on")
-        return sorted(nodes, key=lambda n: n[1])
+    @property
+    def _placed(self) -> list[Placed]:
+        return self._cluster.placed
 
     def _start_workers(self) -> None:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        nodes = self._nodes()
-        actor_class = self._ray.remote(Worker)
-        for i in range(self.workers or len(nodes)):
-            node_id, address = nodes[i % len(nodes)]
-            actor = actor_class.options(
-                num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
-            ).remote(self.job)
-            self._placed.append(_Placed(actor, address))
-        self._ready = [self._check_setup(p, r) for p, r in zip(self._placed, self._setups(), strict=True)]
-        log.info("%d Ray workers on %d nodes", len(self._placed), len(nodes))
-
-    def _setups(self) -> list[Any]:
-        ray = self._ray
-        try:
-            return list(ray.get([p.actor.setup.remote() for p in self._placed], timeout=SETUP_TIMEOUT_S))
-        except ray.exceptions.GetTimeoutError:
-            raise UserError(
-                f"the Ray workers did not build their task and model within {SETUP_TIMEOUT_S:.0f}s"
-            ) from None
-        except ray.exceptions.RayError as e:
-            raise UserError(f"a Ray worker could not start: {_first_line(e)}; see {RAY_LOGS}") from None
+        n_nodes = self._cluster.place(Worker, self.workers, self.job)
+        answers = self._cluster.setups("their task and model")
+        self._ready = [self._check_setup(p, r) for p, r in zip(self._placed, answers, strict=True)]
+        log.info("%d Ray workers on %d nodes", len(self._placed), n_nodes)
 
     @staticmethod
-    def _check_setup(placed: _Placed, answer: WorkerReady | WorkerFailure) -> WorkerReady:
+    def _check_setup(placed: Placed, answer: WorkerReady | WorkerFailure) -> WorkerReady:
         if isinstance(answer, WorkerReady):
             return answer
-        if answer.user_error:
-            raise UserError(f"on Ray node {placed.node}: {answer.message}")
-        raise UserError(
-            f"a Ray worker on {placed.node} failed to build the task or the model ({answer.message}); "
-            f"its traceback is in {RAY_LOGS} on that node"
-        )
+        raise setup_failed(placed.node, answer, "the task or the model")
 
     # --- the Executor protocol ---------------------------------------------------------------------
 
@@ -461,7 +362,7 @@ class _Window:
     """The items in flight: at most ``slots`` per worker, refilled from ``todo`` as they return."""
 
     def __init__(
-        self, ray: Any, placed: Sequence[_Placed], slots: int, todo: deque[tuple[Sample, int]]
+        self, ray: Any, placed: Sequence[Placed], slots: int, todo: deque[tuple[Sample, int]]
     ) -> None:
         self._ray = ray
         self._placed = placed
@@ -509,7 +410,7 @@ class _Window:
             result: ItemResult = self._ray.get(ref)
         except self._ray.exceptions.RayError as e:
             return ItemResult(None), WorkerCrash(
-                f"the Ray worker on {node} died while evaluating {item}: {_first_line(e)}; {RESUME} "
+                f"the Ray worker on {node} died while evaluating {item}: {first_line(e)}; {RESUME} "
                 f"(Ray's logs: {RAY_LOGS})"
             )
         if result.failure is None:
@@ -557,11 +458,6 @@ async def _finish_all(
     return sum(result.requests for _, result in returned)
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0].rstrip(".") if text else type(error).__name__
-
-
 @contextlib.contextmanager
 def open_executor(
     kind: str, job: WorkerJob, *, ray_address: str | None = None, ray_workers: int | None = None
@@ -569,14 +465,9 @@ def open_executor(
     """The executor ``--executor`` names, open for the length of the run: None for ``local`` (the
     runner's own), a started :class:`RayExecutor` for ``ray``. The Ray options without ``ray``
     are a mistake worth one line, not a silent local run."""
-    chosen = one_of(kind, EXECUTORS, "--executor")
-    if chosen == "local":
-        given = [
-            flag for flag, value in (("--ray-address", ray_address), ("--ray-workers", ray_workers)) if value
-        ]
-        if given:
-            raise UserError(f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --executor ray")
+    choice = ray_choice(kind, ray_address, ray_workers)
+    if choice is None:
         yield None
         return
-    with RayExecutor(job, address=ray_address, workers=ray_workers) as executor:
+    with RayExecutor(job, address=choice.address, workers=choice.workers) as executor:
         yield executor

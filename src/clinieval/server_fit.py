@@ -9,6 +9,11 @@ cannot be expected to know:
 - **requests in flight**: more requests than the server has slots only wait in its queue, where
   their wait counts against ``--timeout``. The default is lowered to the slots, with a note; a
   ``--concurrency`` the user typed is kept, with a warning.
+
+A model answered on Ray workers (``--executor ray``, :class:`~clinieval.models.ray_model.RayModel`)
+is fitted for scorers (every node's server must serve log-likelihoods) but not for requests in
+flight: each node's server may have its own slots, and a worker's model keeps ``--concurrency``
+(default 16) in flight; docs/distributed.md says to set it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.models.pool import EndpointPool
+from clinieval.models.ray_model import RayModel
 from clinieval.models.server import ServerInfo
 from clinieval.task import Task
 
@@ -27,7 +33,7 @@ log = logging.getLogger(__name__)
 
 def server_info(model: Model) -> ServerInfo | None:
     """What the model's server said about itself (None for an embedded model, or before check)."""
-    if isinstance(model, OpenAIModel | EndpointPool):
+    if isinstance(model, OpenAIModel | EndpointPool | RayModel):
         return model.server_info
     return None
 
@@ -38,7 +44,7 @@ async def fit_scorers(task: Task, model: Model, *, defaults: bool) -> list[str]:
     Returns the notes to show. ``defaults`` says the task's scorers are its own defaults rather
     than ones the user named with ``--scorer``.
     """
-    if not task.needs_loglikelihood or not isinstance(model, OpenAIModel | EndpointPool):
+    if not task.needs_loglikelihood or not isinstance(model, OpenAIModel | EndpointPool | RayModel):
         return []
     ok, why = await model.serves_loglikelihood()
     if ok:
@@ -65,7 +71,7 @@ async def fit_scorers(task: Task, model: Model, *, defaults: bool) -> list[str]:
 
 def fit_concurrency(model: Model, *, typed: int | None) -> list[str]:
     """Requests in flight no higher than the server's slots, unless the user typed a number."""
-    info = server_info(model)
+    info = None if isinstance(model, RayModel) else server_info(model)
     if info is None or info.slots is None or model.max_concurrency <= info.slots:
         return []
     if typed is not None:

@@ -17,6 +17,7 @@ from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.models.pool import EndpointPool
+from clinieval.models.ray_model import RayModel
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import Executor, RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
@@ -152,6 +153,8 @@ async def run_evaluation(req: RunRequest) -> RunResult:
         run_info["endpoints"] = req.model.stats()
     if isinstance(req.model, OpenAIModel):
         run_info["concurrency"] = req.model.concurrency_stats()
+    if isinstance(req.model, RayModel):
+        run_info["ray_workers"] = list(req.model.nodes)  # the node each worker asked from
     failures = failure_report(records)
     run_info["failed_items"] = {"count": failures.failed, "kinds": dict(failures.kinds)}
     atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries], "run": run_info})

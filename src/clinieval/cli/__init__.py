@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_commands import Endpoints, ExecutorOptions, command
+from clinieval.cli_commands import Endpoints, command
 from clinieval.cli_options import (
     AllowRunFailures,
     OutputFormat,
@@ -162,7 +162,6 @@ def run(
     ] = False,
     progress: ShowProgress = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-    executor: ExecutorOptions = ExecutorOptions(),
     server_kind: ServerKindOption = None,
     allow_failures: AllowRunFailures = None,
     output_format: OutputFormat = "text",
@@ -188,7 +187,9 @@ def run(
     )
     allowed = parse_allowed(allow_failures)
     fmt = _output_format(output_format)
-    options = endpoints.backend(server_kind)
+    # --executor ray sends whole items to Ray workers here (not single requests, as the other
+    # commands do), so the model this process opens is the plain one
+    options = endpoints.local_backend(server_kind)
     the_model = parse_model_spec(model, options)
     # Ray workers rebuild the task from its command-line recipe and the model from its spec.
     recipe = TaskRecipe.of(
@@ -203,7 +204,7 @@ def run(
         prompt=the_task.prompt,  # as the driver resolved it: a worker may not have the data file
     )
     job = WorkerJob(recipe, model, options)
-    with executor.open(job) as chosen:
+    with endpoints.open_executor(job) as chosen:
         request = RunRequest(
             task=the_task,
             model=the_model,

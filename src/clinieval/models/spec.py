@@ -16,6 +16,7 @@ come and go; a resumed run also needs the same spec string, which an endpoints f
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from clinieval.models.http1 import ConnectOptions
     from clinieval.models.openai_http import RetryPolicy
     from clinieval.models.pool import EndpointConfig, PoolApi
+    from clinieval.models.ray_model import RayChoice
     from clinieval.models.server import ServerKind
 
 EXAMPLES = (
@@ -55,6 +57,9 @@ class BackendOptions:
     use_proxy: bool = True
     """Whether ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` apply to allowlisted hosts
     (``--no-proxy``: never); loopback is never proxied either way."""
+    executor: RayChoice | None = None
+    """``--executor ray``: requests are answered on Ray actors that build the spec on their own
+    nodes (models/ray_model.py); None: in this process. The actors get these options without it."""
 
     @classmethod
     def from_cli(
@@ -105,6 +110,8 @@ def parse_model_spec(spec: str, options: BackendOptions | None = None) -> Model:
     prefix, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise UserError(f"model spec {spec!r}: expected BACKEND:TARGET, e.g. {EXAMPLES}")
+    if opts.executor is not None:
+        return _on_ray(spec, opts)
     match prefix:
         case "llamacpp":
             return _llamacpp(rest, opts)
@@ -115,6 +122,20 @@ def parse_model_spec(spec: str, options: BackendOptions | None = None) -> Model:
                 f"model spec {spec!r}: unknown backend {prefix!r}; use llamacpp, openai or "
                 f"openai-completions, e.g. {EXAMPLES}"
             )
+
+
+def _on_ray(spec: str, opts: BackendOptions) -> Model:
+    """The spec answered on Ray actors; it is parsed here first (a Ray node would refuse a
+    malformed spec only after Ray started), and the actors build it again on their nodes."""
+    import functools
+
+    from clinieval.models.ray_model import RayModel
+
+    assert opts.executor is not None
+    local = dataclasses.replace(opts, executor=None)  # the actors build the plain model
+    if not spec.startswith("llamacpp:"):  # an embedded model's file need only be on the nodes
+        parse_model_spec(spec, local)
+    return RayModel(model_short_name(spec), functools.partial(parse_model_spec, spec, local), opts.executor)
 
 
 def _openai(prefix: str, rest: str, spec: str, opts: BackendOptions) -> Model:

@@ -83,7 +83,7 @@ def generate(
     models = [parse_model_spec(spec, backend) for spec in model]
     labelled = list(zip(unique_labels(model, [m.name for m in models]), models, strict=True))
     plan = GeneratePlan(
-        seed=seed, max_tokens=max_tokens, concurrency=endpoints.concurrency, progress=progress
+        seed=seed, max_tokens=max_tokens, concurrency=endpoints.in_flight(), progress=progress
     )
     # each model is checked when its pass begins (an embedded one is loaded only for its own pass)
     done = run_models(models, lambda: generate_responses(items, labelled, out, plan), check=False)
@@ -119,7 +119,7 @@ def teach(
     plan = TeachPlan(
         generation=dataclasses.replace(TEACHER_GENERATION, max_tokens=max_tokens),
         kb=KnowledgeBase(kb_path) if kb_path is not None else None,
-        concurrency=endpoints.concurrency,
+        concurrency=endpoints.in_flight(),
         progress=progress,
     )
     model = parse_model_spec(teacher, endpoints.backend())
@@ -226,7 +226,7 @@ def introspect(
         kb=KnowledgeBase(kb, top_k=kb_top, mode=kb_mode),
         curriculum_format=curriculum_format,
         decisions=step.read_decisions(decisions) if decisions is not None else {},
-        concurrency=endpoints.concurrency,
+        concurrency=endpoints.in_flight(),
         progress=progress,
     )
     backend = endpoints.backend()

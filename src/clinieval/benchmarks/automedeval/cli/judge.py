@@ -88,7 +88,7 @@ def judge(
         seed=seed,
         generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=max_tokens),
         kb=kb,
-        concurrency=endpoints.concurrency,
+        concurrency=endpoints.in_flight(),
         progress=progress,
         one_shot=one_shot,
         order=order,

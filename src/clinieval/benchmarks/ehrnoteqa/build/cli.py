@@ -64,7 +64,7 @@ def generate(
         temperature=temperature,
         choices_temperature=choices_temperature,
         max_tokens=max_tokens,
-        concurrency=endpoints.concurrency,
+        concurrency=endpoints.in_flight(),
         progress=progress,
         overwrite_review=overwrite_review,
     )
