@@ -199,6 +199,7 @@ def report(
             "lmeval": "as bench/vs_lm_eval.py: --apply_chat_template --batch_size 1 --log_samples",
             "clinieval": "--no-progress; other options default",
             "clinieval-before": "the same command, PYTHONPATH=TREE/src (--before TREE)",
+            "clinieval --after TREE": "the same command, PYTHONPATH=TREE/src",
         },
     }
 
@@ -208,5 +209,10 @@ def header(args: argparse.Namespace) -> dict[str, object]:
     from _server import result_header
 
     ns = argparse.Namespace(**vars(args) | {"n": args.sizes})
-    extra = {"sizes": args.sizes, "tools": args.tools, "before": str(args.before) if args.before else None}
+    extra = {
+        "sizes": args.sizes,
+        "tools": args.tools,
+        "before": str(args.before) if args.before else None,
+        "after": str(args.after) if args.after else None,
+    }
     return result_header("client_throughput", ns) | extra

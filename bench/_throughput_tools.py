@@ -98,6 +98,7 @@ class Ctx:
     concurrency: int
     max_tokens: int
     before: Path | None = None  # --before TREE: the source tree clinieval-before imports
+    after: Path | None = None  # --after TREE: the one clinieval imports (None: the installed one)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -127,7 +128,7 @@ def clinieval_job(ctx: Ctx, work: Path) -> Job:
         "--out", str(out),
         "--max-tokens", str(ctx.max_tokens),
     ]  # fmt: skip
-    return Job(cmd, clinieval_env(None), out, work)
+    return Job(cmd, clinieval_env(ctx.after), out, work)
 
 
 def clinieval_before_job(ctx: Ctx, work: Path) -> Job:
@@ -145,14 +146,15 @@ def clinieval_env(tree: Path | None) -> dict[str, str]:
     return clean_env() if tree is None else clean_env(PYTHONPATH=str(tree / "src"))
 
 
-def clinieval_source(tool: str, tree: Path | None) -> tuple[str, str | None]:
-    """Which ``clinieval/__init__.py`` ``tool``'s environment imports, and why that is wrong (or None).
+def clinieval_source(tree: Path | None) -> tuple[str, str | None]:
+    """Which ``clinieval/__init__.py`` a tool importing ``tree`` (None: the installed one) gets,
+    and why that is wrong (or None).
 
     Same interpreter and environment as the tool's command, run from the console script's folder
     (its ``sys.path[0]``); the answer must lie under the tree the tool is meant to measure."""
-    expected = ((tree if tool == "clinieval-before" and tree else ROOT) / "src" / "clinieval").resolve()
+    expected = ((tree or ROOT) / "src" / "clinieval").resolve()
     code = "import clinieval; print(clinieval.__file__)"
-    env = clinieval_env(tree if tool == "clinieval-before" else None)
+    env = clinieval_env(tree)
     try:
         out = subprocess.run(
             [str(MAIN_PYTHON), "-c", code], env=env, cwd=CLINIEVAL_BIN.parent,

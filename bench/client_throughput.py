@@ -52,6 +52,8 @@ with the reason and the others still run. The peer tools live in their own virtu
     .venv/bin/python bench/client_throughput.py --sizes 2000 --tools bare,clinieval   # quick
     git worktree add /tmp/before COMMIT && .venv/bin/python bench/client_throughput.py \
         --sizes 2000 20000 --tools bare,clinieval --before /tmp/before --rounds 3   # before/after
+    # --after /tmp/after (a worktree of the new commit): clinieval imports that tree instead of
+    # this checkout's src, so uncommitted edits here are not measured
 """
 
 from __future__ import annotations
@@ -245,12 +247,12 @@ def rotated(tools: list[str], rnd: int) -> list[str]:
     return tools if rnd % 2 == 1 else tools[::-1]
 
 
-def check_sources(tools: list[str], before: Path | None) -> tuple[dict[str, str], dict[str, str]]:
+def check_sources(tools: list[str], trees: dict[str, Path | None]) -> tuple[dict[str, str], dict[str, str]]:
     """Print and return which source tree each clinieval tool imports; tool -> why it is wrong."""
     sources: dict[str, str] = {}
     wrong: dict[str, str] = {}
     for tool in (t for t in tools if t in CLINIEVAL_TOOLS and not missing(t)):
-        sources[tool], problem = clinieval_source(tool, before)
+        sources[tool], problem = clinieval_source(trees[tool])
         print(f"  {tool:16s} imports {sources[tool]}", flush=True)
         if problem:
             wrong[tool] = f"wrong source tree: {problem}"
@@ -269,7 +271,7 @@ def warm_up(
 
     items = tmp / "warmup.jsonl"
     write_items(args.warmup_items, items)
-    ctx = Ctx(stub, items, args.warmup_items, args.concurrency, args.max_tokens, args.before)
+    ctx = Ctx(stub, items, args.warmup_items, args.concurrency, args.max_tokens, args.before, args.after)
     for tool in tools:
         if tool in broken:
             continue
@@ -299,13 +301,13 @@ def run(args: argparse.Namespace) -> Sitting:
     with tempfile.TemporaryDirectory(prefix="bench-client-throughput-") as tmp_s, stub_server() as stub:
         tmp = Path(tmp_s)
         print(f"stub server: {stub.base_url} (pid {stub.proc.pid}); data: {data_file()}", flush=True)
-        sources, wrong = check_sources(tools, args.before)
+        sources, wrong = check_sources(tools, {"clinieval": args.after, "clinieval-before": args.before})
         broken = warm_up(tools, stub, tmp, args, wrong)
         for n in args.sizes:
             items = tmp / f"items-{n}.jsonl"
             size = write_items(n, items)
             print(f"N={n}: {items.name} {size / n:.0f} bytes/item", flush=True)
-            ctx = Ctx(stub, items, n, args.concurrency, args.max_tokens, args.before)
+            ctx = Ctx(stub, items, n, args.concurrency, args.max_tokens, args.before, args.after)
             for rnd in range(1, args.rounds + 1):
                 for tool in rotated([t for t in tools if t not in broken], rnd):
                     m = measure(tool, ctx, tmp / f"{tool}-{n}-r{rnd}", rnd, args.timeout)
@@ -357,13 +359,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also run tool clinieval-before: the same clinieval command importing TREE/src "
         "(e.g. a git worktree of an older commit), rotated with the others in this one sitting",
     )
+    p.add_argument(
+        "--after",
+        type=Path,
+        default=None,
+        metavar="TREE",
+        help="tool clinieval imports TREE/src instead of the installed tree (e.g. a worktree of a "
+        "commit, so others' uncommitted edits in this checkout are not measured)",
+    )
     args = p.parse_args(argv)
+    for flag in ("before", "after"):
+        tree = getattr(args, flag)
+        if tree is not None:
+            setattr(args, flag, tree.resolve())
+            if not (tree / "src" / "clinieval" / "__init__.py").is_file():
+                p.error(f"--{flag} {tree}: no src/clinieval/__init__.py there; expected a clinieval checkout")
     if args.before is not None:
-        args.before = args.before.resolve()
-        if not (args.before / "src" / "clinieval" / "__init__.py").is_file():
-            p.error(
-                f"--before {args.before}: no src/clinieval/__init__.py there; expected a clinieval checkout"
-            )
         at = args.tools.index("clinieval") if "clinieval" in args.tools else len(args.tools)
         args.tools = [*args.tools[:at], "clinieval-before", *args.tools[at:]]
     return args
