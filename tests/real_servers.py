@@ -30,6 +30,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -206,10 +207,14 @@ class Nginx:
         check = subprocess.run([*cmd, "-t"], capture_output=True, text=True, timeout=30)
         assert check.returncode == 0, check.stderr
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for host, port in ready or []:
-            wait_port(host, port, self.proc, self.folder / "error.log")
-        if socket_path is not None:
-            _wait(socket_path.exists, self.proc, self.folder / "error.log")
+        try:
+            for host, port in ready or []:
+                wait_port(host, port, self.proc, self.folder / "error.log")
+            if socket_path is not None:
+                _wait(socket_path.exists, self.proc, self.folder / "error.log")
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -270,13 +275,21 @@ class Tinyproxy:
         self.proc = subprocess.Popen(
             [str(TINYPROXY), "-d", "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        wait_port("127.0.0.1", self.port, self.proc, self.log)
+        try:
+            wait_port("127.0.0.1", self.port, self.proc, self.log)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(timeout=10)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
     def requests(self) -> list[str]:
         """The log's request lines: ``CONNECT HOST:PORT`` for tunnels, ``POST http://...`` otherwise."""
@@ -304,8 +317,7 @@ def wait_port(host: str, port: int, proc: subprocess.Popen[bytes], log: Path) ->
     _wait(accepts, proc, log)
 
 
-def _wait(ready: object, proc: subprocess.Popen[bytes], log: Path) -> None:
-    assert callable(ready)
+def _wait(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while not ready():
         said = log.read_text(errors="replace") if log.exists() else ""
@@ -330,8 +342,6 @@ class Gateway:
     port: int
     model_socket: Path
     """A unix socket reaching the model in plain HTTP (for a network namespace's own nginx)."""
-    upstream: str
-    """The model's own /v1 URL (no nginx in between)."""
 
     @property
     def url(self) -> str:
@@ -352,4 +362,4 @@ def start_gateway(folder: Path, model_url: str) -> Gateway:
     listens = [Listen(f"127.0.0.1:{port}"), Listen(f"unix:{sock}", tls=False, gzip=False)]
     nginx = Nginx(folder / "nginx", gateway_conf(folder / "nginx", upstream, listens, certs))
     nginx.start(ready=[("127.0.0.1", port)], socket_path=sock)
-    return Gateway(nginx, certs, port, sock, model_url)
+    return Gateway(nginx, certs, port, sock)

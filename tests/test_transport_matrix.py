@@ -11,7 +11,10 @@ worked, that its answers are the model's own (the same texts as straight from
 
 The proxy rows need an endpoint that is not loopback (loopback is never proxied) and must not
 send traffic off the machine, so they run in one network namespace (tests/transport_namespace.py)
-and report back; the rest run here on 127.0.0.1. The servers are in tests/real_servers.py.
+and report back; the rest run here on 127.0.0.1. The servers are in tests/real_servers.py. The
+table's malformed and unusual answers (two Content-Lengths, a body cut short, a 70 KiB head, bare
+``\\n``, deflate, silence) come byte for byte from a raw socket server (tests/shape_server.py),
+since nginx never sends them.
 """
 
 from __future__ import annotations

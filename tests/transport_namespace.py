@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,7 +148,8 @@ def rows(ca: Path) -> list[Row]:
     ]
 
 
-def start(folder: Path, config: dict[str, Any]) -> Servers:
+def start(folder: Path, config: dict[str, Any], stack: ExitStack) -> Servers:
+    """nginx and both proxies, each stopped by ``stack`` however the rows end (or fail to start)."""
     certs = Certs(Path(config["ca"]), Path(config["cert"]), Path(config["key"]))
     listens = [
         Listen(f"{HOST}:{TLS_PORT}"),
@@ -155,10 +157,17 @@ def start(folder: Path, config: dict[str, Any]) -> Servers:
         Listen(f"{HOST}:{PLAIN_PORT}", tls=False),
         Listen(f"{HOST}:{BLOCKED_PORT}"),
     ]
-    conf = gateway_conf(folder / "nginx", f"unix:{config['model_socket']}", listens, certs)
-    nginx = Nginx(folder / "nginx", conf).start(ready=[(HOST, TLS_PORT), (HOST, PLAIN_PORT)])
-    proxy = Tinyproxy(folder / "proxy", PROXY_PORT, [TLS_PORT]).start()
-    auth = Tinyproxy(folder / "auth-proxy", AUTH_PROXY_PORT, [TLS_PORT], basic_auth=PROXY_USER).start()
+    nginx = Nginx(
+        folder / "nginx", gateway_conf(folder / "nginx", f"unix:{config['model_socket']}", listens, certs)
+    )
+    stack.callback(nginx.stop)
+    nginx.start(ready=[(HOST, TLS_PORT), (HOST, PLAIN_PORT)])
+    proxy = Tinyproxy(folder / "proxy", PROXY_PORT, [TLS_PORT])
+    stack.callback(proxy.stop)
+    proxy.start()
+    auth = Tinyproxy(folder / "auth-proxy", AUTH_PROXY_PORT, [TLS_PORT], basic_auth=PROXY_USER)
+    stack.callback(auth.stop)
+    auth.start()
     return Servers(nginx, proxy, auth)
 
 
@@ -184,12 +193,9 @@ def run_rows(folder: Path, servers: Servers, items: Path, ca: Path) -> dict[str,
 def main(folder: str) -> None:
     here = Path(folder)
     config = json.loads((here / "config.json").read_text())
-    servers = start(here, config)
-    try:
+    with ExitStack() as stack:
+        servers = start(here, config, stack)
         report = run_rows(here, servers, Path(config["items"]), Path(config["ca"]))
-    finally:
-        for stop in (servers.proxy.stop, servers.auth_proxy.stop, servers.nginx.stop):
-            stop()
     (here / "report.json").write_text(json.dumps(report))
 
 
