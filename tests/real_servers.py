@@ -56,9 +56,9 @@ def missing(what: str) -> NoReturn:
 def need_programs() -> None:
     """nginx, tinyproxy and openssl, or a skip (a failure under CI=true) naming what to install."""
     if not NGINX.is_file():
-        missing(f"{NGINX} is missing: install Debian's nginx-light (`make install`)")
+        missing(f"{NGINX} is missing: install Debian's nginx (`make install`)")
     if not TINYPROXY.is_file():
-        missing(f"{TINYPROXY} is missing: install Debian's tinyproxy (`make install`)")
+        missing(f"{TINYPROXY} is missing: install Debian's tinyproxy-bin (`make install`)")
     if shutil.which("openssl") is None:
         missing("the openssl command is missing: install Debian's openssl")
 
