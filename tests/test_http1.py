@@ -404,6 +404,28 @@ def test_https_to_a_trusted_local_server(tmp_path: Path, monkeypatch: pytest.Mon
         assert ask(server.url("https"), 2, ConnectOptions(ca_bundle=check_ca_bundle(cert))) == [OK] * 2
 
 
+def test_https_to_a_server_that_hangs_up_on_the_tls_hello_says_the_handshake_failed() -> None:
+    """nginx answers a TLS hello on a plain port with 400 and closes; once this read
+    "cannot connect to HOST:PORT: ConnectionResetError", as if the server were down."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+
+    def hang_up() -> None:
+        conn, _ = sock.accept()
+        conn.recv(1024)
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        with pytest.raises(ConnectError) as caught:
+            ask(f"https://127.0.0.1:{port}/v1")
+    finally:
+        sock.close()
+    assert str(caught.value).startswith(f"cannot connect to 127.0.0.1:{port}: the TLS handshake failed (")
+    assert caught.value.hint == "does it speak https on that port? (http:// if not)"
+
+
 def test_a_reused_connection_closed_before_any_answer_is_retried_once_on_a_new_one() -> None:
     """The race the idle check cannot see: the server closes as the request arrives. On a reused
     connection that is a keep-alive timeout, so the request goes again once on a fresh one."""

@@ -262,3 +262,28 @@ def test_nothing_listening_is_could_not_connect(tmp_path: Path) -> None:
         "is the server running and is the URL right?"
     )
     assert proc.stderr.strip().splitlines()[-1].endswith(expected)
+
+
+def test_a_request_the_server_refuses_stops_the_command_with_its_words(tmp_path: Path) -> None:
+    """An Azure-style URL without ``?api-version`` (or http:// sent to a TLS port) is answered
+    with a 400 on every route: once "every model call failed (bad_request=N)", reason hidden in
+    samples.jsonl; now one line at the start, quoting the server."""
+    refusal = plain(
+        b'{"error": {"code": "BadRequest", "message": "Missing required query parameter: api-version"}}',
+        status="400 Bad Request",
+    )
+    server = ShapeServer(lambda n: refusal)
+    server.models = refusal
+    try:
+        proc = run(server, items(tmp_path, 2), tmp_path / "run")
+    finally:
+        server.close()
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert (
+        f"{server.url}: the server refuses requests (HTTP 400 on POST /chat/completions: "
+        "'Missing required query parameter: api-version'; HTTP 400 on GET /models: "
+        "'Missing required query parameter: api-version')"
+    ) in line
+    assert "?api-version=" in line and not (tmp_path / "run").exists()
+    assert server.chats == 1  # the one probe, no item

@@ -538,9 +538,12 @@ class Http1Client:
                 f"({error.verify_message or error.reason})",
                 "pass the CA certificate that signed it with --ca-bundle FILE (or set SSL_CERT_FILE)",
             )
-        if isinstance(error, ssl.SSLError):
+        if isinstance(error, ssl.SSLError) or (self._ssl is not None and isinstance(error, ConnectionError)):
+            # a plain-HTTP server hangs up on a TLS hello (nginx answers 400 and closes): a reset
+            # here is the handshake failing, not a server that is down
+            why = error.reason if isinstance(error, ssl.SSLError) else "the server closed the connection"
             return ConnectError(
-                f"cannot connect to {where}: the TLS handshake failed ({error.reason or error})",
+                f"cannot connect to {where}: the TLS handshake failed ({why or error})",
                 "does it speak https on that port? (http:// if not)",
             )
         return ConnectError(f"cannot connect to {where}: {_reason(error)}")

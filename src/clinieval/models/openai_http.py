@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -232,8 +233,8 @@ class OpenAIModel:
             raise UserError(
                 f"{self.base_url}: the server refused the credentials (HTTP {status}); set CLINIEVAL_API_KEY"
             )
-        if status == 404:
-            await self._probe()
+        if status in {404, 405} or _refused(status):
+            await self._probe(f"HTTP {status} on GET /models: {_quoted(body)}")
         served = _served_models(status, body)
         if served and self.model not in served:
             raise UserError(
@@ -295,8 +296,12 @@ class OpenAIModel:
             info = self.server_info = dataclasses.replace(info, probed=probed)
         return info.serves_loglikelihood, info.loglik_problem()
 
-    async def _probe(self) -> None:
-        """No ``/models`` route: one tiny request tells a gateway without it from a wrong URL."""
+    async def _probe(self, models_answer: str) -> None:
+        """``/models`` did not answer with a list: one tiny request tells a gateway without that
+        route from a wrong URL, and a request the server refuses (a 4xx such as an Azure-style
+        gateway's missing ``api-version``, or plain HTTP sent to a TLS port) from one it takes;
+        a refusal stops the command here, with the server's own words, rather than failing
+        every item the same way."""
         path = "/chat/completions" if self.api == "chat" else "/completions"
         payload: JSON = {"model": self.model, "max_tokens": 1}
         if self.api == "chat":
@@ -304,13 +309,19 @@ class OpenAIModel:
         else:
             payload["prompt"] = "ping"
         try:
-            status, _, _ = await self._request("POST", self._url(path), payload, timeout_s=60.0)
+            status, body, _ = await self._request("POST", self._url(path), payload, timeout_s=60.0)
         except (TransportError, TimeoutError):
             return  # reachable a moment ago; let the run's retries deal with it
         if status in {404, 405}:
             raise UserError(
                 f"{self.base_url}: no OpenAI-compatible API there (HTTP {status} on {path}); "
                 "the URL usually ends in /v1"
+            )
+        if _refused(status):
+            raise UserError(
+                f"{self.base_url}: the server refuses requests (HTTP {status} on POST {path}: "
+                f"{_quoted(body)}; {models_answer}); check the URL (http or https, the path, an "
+                "Azure-style gateway's ?api-version=) and CLINIEVAL_API_KEY"
             )
 
     async def _post(self, path: str, payload: JSON) -> JSON:
@@ -452,6 +463,26 @@ class OpenAIModel:
         http, self._http = self._http, None
         if http is not None:
             http.close()
+
+
+def _refused(status: int) -> bool:
+    """A 4xx that asking again will not change (not 404/405, which may only mean "no such route",
+    nor 408/429, which mean "later")."""
+    return 400 <= status < 500 and status not in {404, 405, 408, 429}
+
+
+def _quoted(body: bytes, limit: int = 200) -> str:
+    """The start of a server's error answer, on one line, for a message: its JSON ``message`` if
+    it has one, else its text."""
+    text = body.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    shown = " ".join((message if isinstance(message, str) else re.sub(r"<[^>]+>", " ", text)).split())
+    return repr(shown[:limit]) if shown else "no message"
 
 
 def _served_models(status: int, body: bytes) -> set[str]:
