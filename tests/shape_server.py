@@ -23,7 +23,7 @@ from typing import Any
 
 MODEL = "shapes"
 HANG_S = 20.0
-_SHAPE = re.compile(r"SHAPE:([a-z_]+)")
+_SHAPE = re.compile(r"SHAPE:([a-z0-9_]+)")
 
 
 def answer_text(shape: str) -> str:
@@ -62,13 +62,41 @@ def reply(shape: str) -> tuple[bytes, bool]:
         return _ok(body)[: -len(body) // 2], False  # the head promises more than is sent, then close
     if shape == "huge_head":
         return _ok(body, "X-Padding: " + "a" * (70 * 1024)), False
+    if shape == "brotli":  # an encoding the client never asked for and cannot read
+        return _ok(body, "Content-Encoding: br"), False
+    if shape == "chunked_ext":  # chunk extensions, a trailer, lower-case header names
+        half = len(body) // 2
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        chunks = b"%x;name=value\r\n%s\r\n%x\r\n%s\r\n" % (half, body[:half], len(body) - half, body[half:])
+        return head + chunks + b"0\r\nx-trailer: 1\r\n\r\n", True
+    if shape == "http10":  # no length: the body ends when the connection closes
+        return b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body, False
+    if shape == "continue_first":  # an interim 100 Continue before the answer
+        return b"HTTP/1.1 100 Continue\r\n\r\n" + _ok(body), True
+    if shape == "refused":  # what an Azure-style gateway says without ?api-version
+        message = (
+            b'{"error": {"code": "BadRequest", "message": "Missing required query parameter: api-version"}}'
+        )
+        return _refusal(message), True
     return _ok(body), True
+
+
+def _refusal(body: bytes) -> bytes:
+    return b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
+    )
 
 
 class ShapeServer:
     """Start with ``with ShapeServer() as server:``; ``server.url`` is its /v1 URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, plain_shape: str = "plain", models_shape: str | None = None) -> None:
+        """``plain_shape``: how a chat request without a ``SHAPE:`` marker is answered (the check
+        before a run sends one); ``models_shape``: answer ``GET /v1/models`` in that shape too
+        (None: a proper model list)."""
+        self.plain_shape = plain_shape
+        self.models_shape = models_shape
         self.asked: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -99,6 +127,8 @@ class ShapeServer:
 
     def _answer(self, method: str, path: str, body: bytes) -> tuple[bytes | None, bool]:
         if method == "GET" and path.startswith("/v1/models"):
+            if self.models_shape is not None:
+                return _models_in(self.models_shape)
             return _ok(
                 json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode()
             ), True
@@ -106,7 +136,7 @@ class ShapeServer:
             return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", True
         payload: dict[str, Any] = json.loads(body)
         found = _SHAPE.search(str(payload["messages"][-1]["content"]))
-        shape = found.group(1) if found else "plain"
+        shape = found.group(1) if found else self.plain_shape
         with self._lock:
             self.asked[shape] += 1
         return (None, False) if shape == "hang" else reply(shape)
@@ -119,6 +149,13 @@ class ShapeServer:
         self._stop.set()
         self._server.shutdown()
         self._server.server_close()
+
+
+def _models_in(shape: str) -> tuple[bytes, bool]:
+    listing = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model"}]}).encode()
+    if shape == "two_lengths":
+        return _ok(listing, f"Content-Length: {len(listing) + 3}"), False
+    return reply(shape)
 
 
 def _read_request(rfile: Any) -> tuple[str, str, bytes] | None:

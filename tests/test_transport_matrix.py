@@ -276,8 +276,8 @@ def test_no_row_leaks_the_api_key_or_patient_text(proxied: dict[str, Any]) -> No
 
 # --- the table's answer shapes, from a raw socket server ---------------------------------------------
 
-WELL_FORMED = ("plain", "gzip", "deflate", "bare_lf")
-INVALID = ("two_lengths", "huge_head")
+WELL_FORMED = ("plain", "gzip", "deflate", "bare_lf", "chunked_ext", "http10", "continue_first")
+INVALID = ("two_lengths", "huge_head", "brotli")
 FAILING = (*INVALID, "short_body", "hang")
 
 
