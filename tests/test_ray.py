@@ -288,15 +288,20 @@ def arm_workers(out: Path) -> list[Any]:
 
 
 def scenario_commands(tmp: Path) -> dict[str, Any]:
-    """One judge pass (`clinieval judge`) and one benchmark's arms (`clinieval medeval run`), each
-    locally and with ``--executor ray`` (requests answered on Ray workers): same scores, same records."""
+    """One judge pass (`clinieval judge`) and one benchmark's arms (`clinieval medeval run`, on a
+    pool of two servers), each locally and with ``--executor ray`` (requests answered on Ray
+    workers): same scores, same records; then a judge pass that loses one of its two workers."""
     from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 
     data = write_items(tmp / "items.jsonl", 8)
     corpus = tmp / "medeval"
     write_synthetic(corpus, seed=1, sentences=40, reports=20)
-    with FaultServer(delay_s=0.01, responder=answer_or_verdict) as server:
+    with (
+        FaultServer(delay_s=0.01, responder=answer_or_verdict) as server,
+        FaultServer(delay_s=0.01, responder=answer_or_verdict) as second,
+    ):
         model = f"openai:{server.url}@fault"
+        pool = f"openai:{server.url},{second.url}@fault"  # the arms ask a pool of two servers
         answered = run(cli(data, tmp / "answers", model))
         for copy in ("judged-local", "judged-ray"):
             shutil.copytree(tmp / "answers", tmp / copy)
@@ -308,11 +313,12 @@ def scenario_commands(tmp: Path) -> dict[str, Any]:
             [*judge, str(tmp / "judged-ray"), "--judge", model, "--concurrency", "3", "--executor", "ray"]
         )
         judge_requests_on_ray = len(server.log.received) - before
-        arms = [str(BIN / "clinieval"), "medeval", "run", "--data", str(corpus), "-m", model]
+        arms = [str(BIN / "clinieval"), "medeval", "run", "--data", str(corpus), "-m", pool]
         arms += ["--task", "abnormality", "--shots", "0", "--limit", "6", "--no-progress"]
         arms_local = run([*arms, "--out", str(tmp / "arms-local")])
         arms_ray = run([*arms, "--out", str(tmp / "arms-ray"), "--executor", "ray", "--ray-workers", "2"])
         left = settled_processes(set())
+        second_asked = len(second.log.received)
     shutil.copytree(tmp / "answers", tmp / "judged-kill")
     killed = judge_and_kill_a_worker(tmp / "judged-kill", judge)
     return {
@@ -330,6 +336,7 @@ def scenario_commands(tmp: Path) -> dict[str, Any]:
         "arm_workers_ray": arm_workers(tmp / "arms-ray"),
         "left_after_run": left,
         "killed": killed,
+        "second_asked": second_asked,
         "scores_killed": scores(tmp / "judged-kill", "reference_correct"),
     }
 
@@ -474,6 +481,7 @@ def test_a_judge_and_benchmark_arms_on_ray_equal_local_ones(tmp_path: Path) -> N
         assert len(rows) == 6 and by_key(arms_ray[arm]) == by_key(rows), arm
     assert report["arm_workers_ray"] == [["127.0.0.1", "127.0.0.1"]] * len(arms_ray)  # asked on Ray
     assert report["arm_workers_local"] == [None] * len(arms_local)
+    assert report["second_asked"] > 0  # the pool's second server answered too
     assert report["left_after_run"] == [], "a local Ray a command started is still running"
     killed = report["killed"]
     assert killed["workers"] == 2 and killed["rc"] == 0, killed["stderr"]
