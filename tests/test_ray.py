@@ -321,6 +321,10 @@ def scenario_commands(tmp: Path) -> dict[str, Any]:
         second_asked = len(second.log.received)
     shutil.copytree(tmp / "answers", tmp / "judged-kill")
     killed = judge_and_kill_a_worker(tmp / "judged-kill", judge)
+    shutil.copytree(tmp / "answers", tmp / "judged-down")  # no server answers on the node
+    down = run(
+        [*judge, str(tmp / "judged-down"), "--judge", "openai:http://127.0.0.1:9/v1@m", "--executor", "ray"]
+    )
     return {
         "answered": answered,
         "judged_local": judged_local,
@@ -336,6 +340,8 @@ def scenario_commands(tmp: Path) -> dict[str, Any]:
         "arm_workers_ray": arm_workers(tmp / "arms-ray"),
         "left_after_run": left,
         "killed": killed,
+        "down": down,
+        "down_scores": sorted(str(p.name) for p in (tmp / "judged-down").glob("scores/*")),
         "second_asked": second_asked,
         "scores_killed": scores(tmp / "judged-kill", "reference_correct"),
     }
@@ -487,6 +493,11 @@ def test_a_judge_and_benchmark_arms_on_ray_equal_local_ones(tmp_path: Path) -> N
     assert killed["workers"] == 2 and killed["rc"] == 0, killed["stderr"]
     assert "the Ray worker on 127.0.0.1 died" in killed["stderr"] and "asking the others" in killed["stderr"]
     assert [r["value"] for r in report["scores_killed"]] == [r["value"] for r in local]  # nothing lost
+    down = report["down"]  # a node without its server: one line naming the node, nothing written
+    errors = [line for line in down["stderr"].splitlines() if line.startswith("error: ")]
+    assert down["rc"] == 2 and len(errors) == 1, down["stderr"]
+    assert errors[0].startswith("error: on Ray node 127.0.0.1: ") and "127.0.0.1:9" in errors[0]
+    assert "Traceback" not in down["stderr"] and report["down_scores"] == []
 
 
 @pytest.mark.parametrize("ci", ["true", None])
