@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import socket
 import ssl
 from dataclasses import dataclass
@@ -36,39 +35,34 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from clinieval.models.http_encoding import UndecodableBody, decode_body
+from clinieval.models.http_proxy import open_tunnel, proxy_for
+from clinieval.models.http_wire import (
+    BLANK_LINE,
+    LINE_END,
+    MAX_HEAD,
+    ConnectError,
+    CutShort,
+    ProtocolError,
+    TransportError,
+    TransportTimeout,
+)
 
-MAX_HEAD = 64 * 1024
-"""Longest status line and headers accepted: a server sending more is not an API server."""
-
-
-class TransportError(Exception):
-    """The exchange failed below HTTP; one of the subclasses says how."""
-
-
-class ConnectError(TransportError):
-    """No connection to talk over: refused, unreachable, a name that does not resolve, a TLS
-    handshake that failed, or a proxy that would not connect us. ``hint`` says what to check."""
-
-    def __init__(self, message: str, hint: str = "is the server running and is the URL right?") -> None:
-        super().__init__(message)
-        self.hint = hint
-
-
-class ProtocolError(TransportError):
-    """Connected, and something answered, but not with valid HTTP: the message names what was wrong."""
-
-
-class CutShort(TransportError):
-    """The server began to answer, then the connection closed before the answer was whole: a
-    lost connection (a crash, a restart, a proxy timing out), though the server did answer."""
+__all__ = [
+    "ConnectError",
+    "ConnectOptions",
+    "CutShort",
+    "Http1Client",
+    "ProtocolError",
+    "Response",
+    "TransportError",
+    "TransportTimeout",
+    "check_ca_bundle",
+    "split_url",
+]
 
 
 class _Stale(TransportError):
     """The connection was closed before any byte of the answer came back."""
-
-
-class TransportTimeout(TimeoutError):
-    """No whole answer in time; the message says what was still awaited, and for how long."""
 
 
 class _Malformed(Exception):
@@ -334,10 +328,6 @@ class _Connection(asyncio.Protocol):
             self._waiter.set_result(Response(status, headers, body))
 
 
-LINE_END = re.compile(r"\r?\n")
-BLANK_LINE = re.compile(rb"\r?\n\r?\n")
-
-
 def _parse_headers(lines: list[str]) -> dict[str, str]:
     """Header lines to a dict of lower-cased names, repeats joined with ", ", folded lines joined."""
     headers: dict[str, str] = {}
@@ -384,8 +374,6 @@ class Http1Client:
         max_idle: int,
         connect: ConnectOptions | None = None,
     ) -> None:
-        from clinieval.models.http_proxy import proxy_for
-
         self._origin, _ = split_url(base_url)
         self._options = connect or ConnectOptions()
         o = self._origin
@@ -505,8 +493,6 @@ class Http1Client:
         assert proxy is not None
         if self._ssl is None:
             return await self._open(proxy.host, proxy.port, tls=False)
-        from clinieval.models.http_proxy import open_tunnel
-
         loop = asyncio.get_running_loop()
         o = self._origin
         try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from clinieval.errors import UserError
-from clinieval.models.http1 import BLANK_LINE, LINE_END, MAX_HEAD, ConnectError, ProtocolError
+from clinieval.models.http_wire import BLANK_LINE, LINE_END, MAX_HEAD, ConnectError, ProtocolError
 from clinieval.privacy import is_loopback
 
 
