@@ -206,9 +206,6 @@ NOT_SPECS = {
     "analyze": "--model names a table column",
     "automedeval train": "--model is a Hugging Face folder to fine-tune, not a model to ask",
 }
-DEMOS = {"medalign demo", "ehrnoteqa demo", "medeval demo", "automedeval demo"}
-"""The demos run their tiny embedded models in this process by design (a tour, not a workload);
-each takes only the few options it documents."""
 
 
 def _leaf_commands(group: object, path: tuple[str, ...] = ()) -> list[tuple[str, object]]:
@@ -226,14 +223,15 @@ def test_every_command_that_asks_a_model_takes_the_executor_and_concurrency_opti
     asking, lacking = [], []
     for name, leaf in _leaf_commands(typer.main.get_command(app)):
         flags = {flag for p in leaf.params for flag in getattr(p, "opts", ())}  # type: ignore[attr-defined]
-        if not flags & SPEC_OPTIONS or name in NOT_SPECS or name in DEMOS:
+        if not flags & SPEC_OPTIONS or name in NOT_SPECS:
             continue
         asking.append(name)
         wanted = {"--executor", "--ray-address", "--ray-workers", "--concurrency"}
         lacking += [f"{name}: {flag}" for flag in sorted(wanted - flags)]
     assert not lacking, lacking
     assert {"run", "judge", "medalign run", "medeval run", "automedeval judge"} <= set(asking)
-    assert len(asking) >= 11
+    assert {"medalign demo", "ehrnoteqa demo", "medeval demo", "automedeval demo"} <= set(asking)
+    assert len(asking) >= 15
 
 
 def _result(tmp_path: Path, failed: int) -> JudgeResult:

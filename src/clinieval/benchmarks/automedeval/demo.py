@@ -6,7 +6,9 @@ The set's physician ratings follow a stated rule from how each response was buil
 :mod:`clinieval.benchmarks.automedeval.synth`), so what a good judge should say is known. The
 embedded models are tiny: as judges they exercise every step with real text and real parsing, and
 the report labels them not credible. Re-running resumes: the set and the knowledge base are
-reused, finished judge calls come from each judge's cache.
+reused, finished judge calls come from each judge's cache. The judges are opened with the
+command's endpoint options (``backend``, ``concurrency``: the ``--n-ctx``, ``--timeout``,
+``--concurrency``, ``--executor`` ... that ``automedeval judge`` takes).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.benchmarks.automedeval.judge_set import JudgeItem
+from clinieval.models.spec import BackendOptions
 
 SYNTHETIC_WARNING = (
     "These numbers are on clinieval's synthetic judge-evaluation set: its physician ratings are a stated "
@@ -44,7 +47,10 @@ class DemoPlan:
     items: int = 12
     repeats: int = 2
     seed: int = 0
-    n_ctx: int = 4096
+    backend: BackendOptions = field(default_factory=BackendOptions)
+    """How every judge opens its model (the command's endpoint options)."""
+    concurrency: int | None = None
+    """Judge requests in flight (None: each judge's own ceiling)."""
     progress: bool = True
 
 
@@ -80,7 +86,6 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
     from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, JudgePlan, judge_all, judge_folders
     from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
     from clinieval.benchmarks.automedeval.overlap_judge import judge_model
-    from clinieval.models.spec import BackendOptions
 
     plan.out.mkdir(parents=True, exist_ok=True)
     items = _the_set(plan)
@@ -90,6 +95,7 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
         seed=plan.seed,
         generation=dataclasses.replace(JUDGE_GENERATION, max_tokens=DEMO_MAX_TOKENS, stop=DEMO_STOP),
         kb=kb,
+        concurrency=plan.concurrency,
         progress=plan.progress,
         # untrained tiny judges almost never write the score line without the worked example
         # (0 of 24 replies each in a 12-item trial; 1 of 4 for SmolLM2 with it)
@@ -97,7 +103,7 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
     )
     folders = judge_folders(plan.out / "judges", plan.judges, nested=True)
     echo(f"judging {len(items)} items x {plan.repeats} repeats with {', '.join(plan.judges)}")
-    judges = [judge_model(spec, BackendOptions(n_ctx=plan.n_ctx)) for spec in plan.judges]
+    judges = [judge_model(spec, plan.backend) for spec in plan.judges]
     asyncio.run(judge_all(items, judges, folders, judge_plan))
     result = analyze(items, read_judge_runs(folders), AnalysisSettings(), warnings=[SYNTHETIC_WARNING])
     return report.write(result, plan.out)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clinieval.cli_commands import ArmOptions, JudgeOptions, command, judge_runs
+from clinieval.cli_commands import ArmOptions, Endpoints, JudgeOptions, command, judge_runs
 from clinieval.cli_options import (
     ArmModels,
     ArmRuns,
@@ -165,6 +165,11 @@ def analyze(
     typer.echo(f"wrote {', '.join(map(str, paths))}")
 
 
+DEMO_ENDPOINTS = Endpoints(n_ctx=8192, timeout=120.0)
+"""The demo's endpoint options: an 8k window, as Level 2's notes need (``demo.DEMO_N_CTX``), and
+the 120 s per request the demo has always used; the rest as every command has them."""
+
+
 @command(app)
 def demo(
     out: Annotated[Path, typer.Option(help="folder for the synthetic set, the arms and the report")],
@@ -178,6 +183,14 @@ def demo(
     repeats: Annotated[int, typer.Option(min=1, help="judge repeats")] = 5,
     free: Annotated[bool, typer.Option(help="also run the free-text format")] = True,
     max_tokens: Annotated[int, typer.Option(min=1, help="answer length limit (kept short for speed)")] = 48,
+    loglik: Annotated[
+        bool,
+        typer.Option(
+            help="also score the options by log-likelihood (mc; the embedded models and vLLM return "
+            "prompt log-probabilities, most OpenAI-compatible servers do not)"
+        ),
+    ] = True,
+    endpoints: Endpoints = DEMO_ENDPOINTS,
     progress: ShowProgress = True,
 ) -> None:
     """EHRNoteQA end to end on a synthetic set: embedded models, both formats, tiny judge, report.
@@ -197,6 +210,9 @@ def demo(
         repeats=repeats,
         formats=("mc", "free") if free else ("mc",),
         max_tokens=max_tokens,
+        loglik=loglik,
+        backend=endpoints.backend(),
+        concurrency=endpoints.in_flight(),
         progress=progress,
     )
     for line in asyncio.run(run_demo(plan)):

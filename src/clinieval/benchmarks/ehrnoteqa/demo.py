@@ -12,12 +12,16 @@ a quarter of the patients' summaries in long mode (one Level-2 patient, 4,100 to
 Reading the notes is most of the cost (three passes: each model's arms, then the free-text judge),
 so the set cuts the notes: 8,200 SmolLM2 tokens against 22,200 for the earlier 8 patients x 2
 questions at half long mode. ``--patients`` and ``--per-patient`` scale it up.
+
+The models and the judge are opened with the command's endpoint options (``backend``,
+``concurrency``: the ``--n-ctx``, ``--timeout``, ``--concurrency``, ``--executor`` ... that
+``ehrnoteqa run`` and ``judge`` take), so either can also be asked over HTTP or on Ray.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.benchmarks.ehrnoteqa.prompts import Format
@@ -42,6 +46,13 @@ class DemoPlan:
     repeats: int = 5
     formats: tuple[Format, ...] = ("mc", "free")
     max_tokens: int = 48
+    loglik: bool = True
+    """Multiple-choice arms also score the options by log-likelihood: the embedded models and vLLM
+    return prompt log-probabilities, most OpenAI-compatible servers do not (``--no-loglik``)."""
+    backend: BackendOptions = field(default_factory=lambda: BackendOptions(n_ctx=DEMO_N_CTX))
+    """How every arm and judge pass opens its model (the command's endpoint options)."""
+    concurrency: int | None = None
+    """Requests in flight for each arm and judge pass (None: the model's own ceiling)."""
     judge_max_tokens: int = 24
     """The verdict comes first (``yes`` / ``Score: 1``); a tiny judge's rambling after it is cut, so
     the free-text judge does not spend minutes writing reasoning nobody reads."""
@@ -69,10 +80,11 @@ async def run_demo(plan: DemoPlan) -> list[str]:
     )
     loaded = load_folder(data)
     lines = [f"synthetic set: {built.describe()}", f"loaded: {loaded.describe()}"]
-    backend = BackendOptions(n_ctx=DEMO_N_CTX)
     settings = EHRNoteQASettings(
         generation=dataclasses.replace(GENERATION, max_tokens=plan.max_tokens),
-        backend=backend,
+        loglik=plan.loglik,
+        backend=plan.backend,
+        concurrency=plan.concurrency,
         progress=plan.progress,
     )
     arms: list[Path] = []
@@ -87,7 +99,8 @@ async def run_demo(plan: DemoPlan) -> list[str]:
             path,
             plan.judge,
             repeats=plan.repeats,
-            backend=backend,
+            backend=plan.backend,
+            concurrency=plan.concurrency,
             max_tokens=plan.judge_max_tokens,
             progress=plan.progress,
         )

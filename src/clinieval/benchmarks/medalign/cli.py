@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from clinieval.cli_commands import ArmOptions, JudgeOptions, command, judge_runs, rubric_judge
+from clinieval.cli_commands import ArmOptions, Endpoints, JudgeOptions, command, judge_runs, rubric_judge
 from clinieval.cli_options import (
     ArmModels,
     ArmRuns,
@@ -334,6 +334,9 @@ def _analysis_table(
 
 
 DEMO_STRATEGIES = ("keep-recent", "refine")
+DEMO_ENDPOINTS = Endpoints(n_ctx=2048, timeout=120.0)
+"""The demo's endpoint options: the embedded models in a 2,048-token window (``demo.DEMO_N_CTX``)
+and the 120 s per request the demo has always used; the rest as every command has them."""
 
 
 @command(app)
@@ -345,8 +348,17 @@ def demo(
     per_patient: Annotated[int, typer.Option(min=1, help="instructions per patient")] = 1,
     model: DemoModels = None,
     strategy: Annotated[list[str] | None, typer.Option(help="context strategy (repeatable)")] = None,
-    n_ctx: Annotated[int, typer.Option(help="context window of the embedded models")] = 2048,
     max_tokens: Annotated[int, typer.Option(help="answer length limit (the paper: 256)")] = 96,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="budget tokenizer, e.g. gguf:/path/model.gguf (default: the model's own; a model on a "
+            "server or on Ray needs one)"
+        ),
+    ] = None,
+    max_context: Annotated[
+        int | None, typer.Option(help="context length to budget for (default: the model's)")
+    ] = None,
     public: Annotated[
         int,
         typer.Option(min=0, help="also answer N of the 62 public instructions over the public sample EHR"),
@@ -354,6 +366,7 @@ def demo(
     judge_model: Annotated[
         str | None, typer.Option("--judge", help="judge the answers with this model")
     ] = None,
+    endpoints: Endpoints = DEMO_ENDPOINTS,
     progress: ShowProgress = True,
 ) -> None:
     """MedAlign end to end without restricted data: a synthetic set whose gold answers come from the
@@ -370,8 +383,11 @@ def demo(
         per_patient=per_patient,
         models=tuple(model or DEMO_MODELS),
         strategies=tuple(strategy or DEMO_STRATEGIES),
-        n_ctx=n_ctx,
+        backend=endpoints.backend(),
+        concurrency=endpoints.in_flight(),
         max_tokens=max_tokens,
+        tokenizer=tokenizer,
+        max_context=max_context,
         public=public,
         judge=judge_model,
         progress=progress,

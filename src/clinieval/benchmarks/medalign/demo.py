@@ -16,22 +16,32 @@ and 2 public instructions. Multi-step refinement reads a patient's whole record,
 2,048 tokens for the long ones, so it is nearly all of the cost and grows with the records read:
 the earlier 4 patients meant 22 refinement calls per model, 2 patients mean 10.
 ``--patients`` and ``--public`` scale it up.
+
+The models are opened with the command's endpoint options (``backend``, ``concurrency``: the
+same ``--n-ctx``, ``--timeout``, ``--concurrency``, ``--executor`` ... as ``medalign run`` and
+``judge``), so the demo's arms and judge can also be asked over HTTP or on Ray.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_text
 from clinieval.models.catalog import DEMO_MODELS
+from clinieval.models.spec import BackendOptions
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.medalign.task import MedAlignSettings
     from clinieval.types import Sample
+
+
+DEMO_N_CTX = 2048
+"""The embedded models' context window in the demo (``--n-ctx``): the strategies fit each record
+into it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +51,16 @@ class DemoPlan:
     per_patient: int = 1
     models: tuple[str, ...] = DEMO_MODELS
     strategies: tuple[str, ...] = ("keep-recent", "refine")
-    n_ctx: int = 2048
+    backend: BackendOptions = field(default_factory=lambda: BackendOptions(n_ctx=DEMO_N_CTX))
+    """How every arm and the judge open their model (the command's endpoint options)."""
+    concurrency: int | None = None
+    """Requests in flight for each arm and judge pass (None: the model's own ceiling)."""
     max_tokens: int = 96
+    tokenizer: str | None = None
+    """The budget tokenizer (None: the model's own, which only an embedded model opened here has:
+    a model on a server or on Ray needs one named, as for ``medalign run``)."""
+    max_context: int | None = None
+    """The context length to budget for (None: the model's own ``--n-ctx`` or what its server says)."""
     public: int = 2
     judge: str | None = None
     judge_repeats: int = 2
@@ -54,13 +72,15 @@ def _settings(plan: DemoPlan, metrics: tuple[str, ...]) -> MedAlignSettings:
     import dataclasses
 
     from clinieval.benchmarks.medalign.task import GENERATION, MedAlignSettings, StrategyOptions
-    from clinieval.models.spec import BackendOptions
 
     return MedAlignSettings(
-        strategy=StrategyOptions(answer_tokens=plan.max_tokens),
+        strategy=StrategyOptions(
+            tokenizer=plan.tokenizer, max_context=plan.max_context, answer_tokens=plan.max_tokens
+        ),
         generation=dataclasses.replace(GENERATION, max_tokens=plan.max_tokens),
         metrics=metrics,
-        backend=BackendOptions(n_ctx=plan.n_ctx),
+        backend=plan.backend,
+        concurrency=plan.concurrency,
         progress=plan.progress,
     )
 
@@ -111,19 +131,18 @@ async def _run_arms(
 async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
     from clinieval.judge.run import judge_folder
-    from clinieval.models.spec import BackendOptions
     from clinieval.runs import RunDir
 
     if plan.judge is None:
         return
     rubric = MedAlignRubric(snippets=lambda rec: evidence_snippets(rec.sample, 3))
-    backend = BackendOptions(n_ctx=plan.n_ctx)
     for path in arms:
         result = await judge_folder(
             RunDir.open(path),
             plan.judge,
             rubric,
-            backend=backend,
+            backend=plan.backend,
+            concurrency=plan.concurrency,
             repeats=plan.judge_repeats,
             progress=plan.progress,
         )

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from clinieval.cli_commands import ArmOptions, command
+from clinieval.cli_commands import ArmOptions, Endpoints, command
 from clinieval.cli_options import (
     ArmModels,
     ArmRuns,
@@ -261,6 +261,11 @@ def train(
     typer.echo(f"lead-sentence summaries: {lead}")
 
 
+DEMO_ENDPOINTS = Endpoints(timeout=120.0)
+"""The demo's endpoint options: the 120 s per request the demo has always used; the rest as
+every command has them."""
+
+
 @command(app)
 def demo(
     out: Annotated[
@@ -270,6 +275,7 @@ def demo(
     items: Annotated[int, typer.Option(min=1, help="test items per task and model")] = 6,
     seed: Annotated[int, typer.Option(help="seed of the corpus, the splits and the examples")] = 0,
     encoder_epochs: Annotated[int, typer.Option(min=1, help="epochs of the fine-tuned encoder")] = 2,
+    endpoints: Endpoints = DEMO_ENDPOINTS,
     progress: ShowProgress = True,
 ) -> None:
     """MedEval end to end on the synthetic corpus (not MedEval's data): every task, both embedded
@@ -277,7 +283,14 @@ def demo(
     from clinieval.benchmarks.medeval.demo import DemoPlan, demo_models, run_demo
 
     plan = DemoPlan(
-        out, demo_models(model), items=items, seed=seed, encoder_epochs=encoder_epochs, progress=progress
+        out,
+        demo_models(model),
+        items=items,
+        seed=seed,
+        encoder_epochs=encoder_epochs,
+        backend=endpoints.backend(),
+        concurrency=endpoints.in_flight(),
+        progress=progress,
     )
     written = run_demo(plan, typer.echo)
     typer.echo("written: " + ", ".join(str(p) for p in written))

@@ -4,7 +4,9 @@ and with the paper's number of examples, the trained baselines, and the report.
 The corpus is clinieval's synthetic one (not MedEval's data, which is not public): its labels are
 known by construction, so the numbers are checkable, but they are not comparable with the paper's.
 The embedded models are tiny; the demo shows the method and the report, not clinical ability.
-Re-running resumes: the corpus is reused, finished arms ask nothing again.
+Re-running resumes: the corpus is reused, finished arms ask nothing again. The arms open their
+models with the command's endpoint options (``backend``, ``concurrency``: the ``--n-ctx``,
+``--timeout``, ``--concurrency``, ``--executor`` ... that ``medeval run`` takes).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.benchmarks.medeval.task_table import SUMMARIZATION, TASK_TABLE
@@ -38,7 +40,10 @@ class DemoPlan:
     reports: int = 300
     seed: int = 0
     encoder_epochs: int = 2
-    n_ctx: int = 4096
+    backend: BackendOptions = field(default_factory=BackendOptions)
+    """How every arm opens its model (the command's endpoint options)."""
+    concurrency: int | None = None
+    """Requests in flight for each arm (None: the model's own ceiling)."""
     progress: bool = True
 
 
@@ -58,7 +63,8 @@ def _run_arms(plan: DemoPlan, data: Path, echo: Callable[[str], None]) -> None:
     loaded = load_folder(data, seed=plan.seed)
     base = MedEvalSettings(
         generation=dataclasses.replace(GENERATION, stop=DEMO_STOP),
-        backend=BackendOptions(n_ctx=plan.n_ctx),
+        backend=plan.backend,
+        concurrency=plan.concurrency,
         limit=plan.items,
         progress=plan.progress,
         seed=plan.seed,

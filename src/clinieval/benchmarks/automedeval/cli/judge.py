@@ -141,6 +141,11 @@ def _analyze_and_write(
     echo_written(paths)
 
 
+DEMO_ENDPOINTS = Endpoints(timeout=120.0)
+"""The demo's endpoint options: the 120 s per request the demo has always used; the rest as
+every command has them."""
+
+
 def demo(
     out: Annotated[
         Path, typer.Option(help="folder for the synthetic set, the knowledge base, verdicts, report")
@@ -152,6 +157,7 @@ def demo(
     items: Annotated[int, typer.Option(min=2, help="synthetic items")] = 12,
     repeats: Annotated[int, typer.Option(min=1, help="repeats per item (runs), in the given order")] = 2,
     seed: Annotated[int, typer.Option(help="seed of the set and of the orders")] = 0,
+    endpoints: Endpoints = DEMO_ENDPOINTS,
     progress: ShowProgress = True,
 ) -> None:
     """AutoMedEval end to end on a synthetic set whose physician ratings are computable.
@@ -162,6 +168,13 @@ def demo(
     from clinieval.benchmarks.automedeval.demo import DemoPlan, demo_judges, run_demo
 
     plan = DemoPlan(
-        out, demo_judges(judge_models), items=items, repeats=repeats, seed=seed, progress=progress
+        out,
+        demo_judges(judge_models),
+        items=items,
+        repeats=repeats,
+        seed=seed,
+        backend=endpoints.backend(),
+        concurrency=endpoints.in_flight(),
+        progress=progress,
     )
     echo_written(run_demo(plan, typer.echo))
