@@ -13,7 +13,10 @@ from clinieval.benchmarks.automedeval.cli import app
 from clinieval.benchmarks.automedeval.cli.options import run_models
 from clinieval.errors import UserError
 
-ENDPOINT_OPTIONS = ["n_ctx", "timeout", "retries", "concurrency", "allow_host", "progress"]
+ENDPOINT_OPTIONS = [
+    "n_ctx", "timeout", "retries", "concurrency", "allow_host", "ca_bundle", "no_proxy",
+    "executor", "ray_address", "ray_workers", "progress",
+]  # fmt: skip
 
 
 def _tree(command: Any, prefix: str = "") -> dict[str, Any]:
