@@ -27,10 +27,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.conftest import missing
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Route
@@ -38,13 +40,6 @@ if TYPE_CHECKING:
 CHROMIUM = Path(os.environ.get("CLINIEVAL_CHROMIUM", "/usr/bin/chromium"))
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 LOCAL_SCHEMES = frozenset({"file", "data", "blob", "about"})
-
-
-def missing(what: str) -> NoReturn:
-    """Skip the test for ``what`` is missing, or fail it under ``CI=true``."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} (CI=true: the Makefile installs it, so this is a broken install)")
-    pytest.skip(what)
 
 
 def chromium_path() -> Path:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import httpx
 import pytest
@@ -19,15 +22,47 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 BIN = Path(sys.executable).parent
 
 
+def missing(what: str) -> NoReturn:
+    """Skip the test for ``what`` is missing, or fail it under ``CI=true``: there the Makefile has
+    installed every real part (Chromium, PostgreSQL, nginx, tinyproxy, Ray, ../shared), so a
+    missing one is a broken install, never a reason to pass quietly."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} (CI=true: the Makefile installs it, so this is a broken install)")
+    pytest.skip(what)
+
+
 def need_shared(sub: str) -> Path:
     """A folder of ../shared/data, or a skip with the reason (a failure under CI=true)."""
     path = SHARED_DATA / sub
     if not path.exists():
-        msg = f"{path} is missing: the shared public data sits beside the checkout"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing(f"{path} is missing: the shared public data sits beside the checkout")
     return path
+
+
+def in_loopback_namespace(
+    module: str, *args: str, report: Path, setup: str = "", timeout: float = 300
+) -> Any:
+    """Run ``python -m module *args`` in a fresh network namespace with only loopback up
+    (``setup``: more shell commands first, e.g. another address on ``lo``) and return the JSON it
+    leaves in ``report/report.json``.
+
+    Ray probes cloud-metadata addresses and public DNS as it starts, and the proxy tests need a
+    non-loopback address that leads nowhere: a namespace keeps both from leaving the machine."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        missing("needs unshare and ip (util-linux, iproute2) for a loopback-only network namespace")
+    steps = ["ip link set lo up", *([setup] if setup else [])]
+    quoted = " ".join(f'"{a}"' for a in args)
+    script = " && ".join(steps) + f' && exec "{sys.executable}" -m {module} {quoted}'
+    try:
+        done = subprocess.run(
+            ["unshare", "-n", "sh", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        )
+    except PermissionError:
+        missing("cannot create a network namespace here")
+    if done.returncode != 0 and "unshare failed" in done.stderr:
+        missing(f"cannot create a network namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((report / "report.json").read_text())
 
 
 @pytest.fixture(scope="session")

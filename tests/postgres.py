@@ -32,23 +32,16 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, missing
 
 PG_USER = "clinieval-pg"
 """The unprivileged system user the cluster runs as when the tests run as root."""
 ROLE = "clinieval"
 START_TIMEOUT_S = 60
-
-
-def missing(what: str) -> NoReturn:
-    """Skip the test for ``what`` is missing, or fail it under ``CI=true`` (as tests/browser.py)."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} (CI=true: the Makefile installs it, so this is a broken install)")
-    pytest.skip(what)
 
 
 def pg_bin_dir() -> Path:

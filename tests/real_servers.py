@@ -33,9 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
-import pytest
+from tests.conftest import missing
 
 NGINX = Path(os.environ.get("CLINIEVAL_NGINX", "/usr/sbin/nginx"))
 TINYPROXY = Path(os.environ.get("CLINIEVAL_TINYPROXY", "/usr/bin/tinyproxy"))
@@ -44,13 +43,6 @@ API_KEY = "test-key-5f3a"
 DEPLOYMENT = "smol"
 API_VERSION = "2024-06-01"
 START_TIMEOUT_S = 20.0
-
-
-def missing(what: str) -> NoReturn:
-    """Skip the test for ``what`` is missing, or fail it under ``CI=true`` (as tests/browser.py)."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} (CI=true: the Makefile installs it, so this is a broken install)")
-    pytest.skip(what)
 
 
 def need_programs() -> None:

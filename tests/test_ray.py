@@ -30,8 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import missing
-from tests.conftest import BIN, REPO, free_port
+from tests.conftest import BIN, REPO, free_port, in_loopback_namespace, missing
 from tests.fault_server import FaultServer
 
 N = 24
@@ -385,23 +384,13 @@ def main(scenario: str, tmp: str) -> None:
 
 def in_namespace(scenario: str, tmp: Path, timeout: float = 300) -> dict[str, Any]:
     """Run ``scenario`` in a fresh network namespace with only loopback up; return its report."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        missing("needs unshare and ip (util-linux, iproute2) to keep Ray's traffic on loopback")
     try:
         import ray  # noqa: F401
     except ImportError:
         missing("the ray extra is not installed: pip install 'clinieval[ray]'")
-    script = f'ip link set lo up && exec "{sys.executable}" -m tests.test_ray {scenario} "{tmp}"'
-    try:
-        done = subprocess.run(
-            ["unshare", "-n", "sh", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=timeout
-        )
-    except PermissionError:
-        missing("cannot create a network namespace here")
-    if done.returncode != 0 and "unshare failed" in done.stderr:
-        missing(f"cannot create a network namespace here: {done.stderr.strip()}")
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads((tmp / "report.json").read_text())
+    report: dict[str, Any] = in_loopback_namespace(
+        "tests.test_ray", scenario, str(tmp), report=tmp, timeout=timeout
+    )
     return report
 
 

@@ -20,17 +20,14 @@ since nginx never sends them.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, free_port
-from tests.real_servers import API_KEY, Gateway, missing, start_gateway
+from tests.conftest import free_port, in_loopback_namespace
+from tests.real_servers import API_KEY, Gateway, start_gateway
 from tests.shape_server import MODEL as SHAPES_MODEL
 from tests.shape_server import ShapeServer, answer_text
 from tests.transport_namespace import HOST, clean_env, cli, outcome
@@ -170,8 +167,6 @@ def test_azure_style_deployment_refuses_a_missing_or_wrong_key(
 @pytest.fixture(scope="module")
 def proxied(gateway: Gateway, items: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every proxy row, run once in one network namespace (see tests/transport_namespace.py)."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        missing("needs unshare and ip (util-linux, iproute2) for a network namespace")
     folder = tmp_path_factory.mktemp("proxied")
     config = {
         "ca": str(gateway.certs.ca),
@@ -181,20 +176,13 @@ def proxied(gateway: Gateway, items: Path, tmp_path_factory: pytest.TempPathFact
         "items": str(items),
     }
     (folder / "config.json").write_text(json.dumps(config))
-    script = (
-        f"ip link set lo up && ip addr add {HOST}/32 dev lo && "
-        f'exec "{sys.executable}" -m tests.transport_namespace "{folder}"'
+    report: dict[str, Any] = in_loopback_namespace(
+        "tests.transport_namespace",
+        str(folder),
+        report=folder,
+        setup=f"ip addr add {HOST}/32 dev lo",
+        timeout=400,
     )
-    try:
-        done = subprocess.run(
-            ["unshare", "-n", "sh", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=400
-        )
-    except PermissionError:
-        missing("cannot create a network namespace here")
-    if done.returncode != 0 and "unshare failed" in done.stderr:
-        missing(f"cannot create a network namespace here: {done.stderr.strip()}")
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads((folder / "report.json").read_text())
     return report
 
 
