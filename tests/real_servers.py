@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import missing
+from tests.conftest import free_port, missing
 
 NGINX = Path(os.environ.get("CLINIEVAL_NGINX", "/usr/sbin/nginx"))
 TINYPROXY = Path(os.environ.get("CLINIEVAL_TINYPROXY", "/usr/bin/tinyproxy"))
@@ -43,6 +43,17 @@ API_KEY = "test-key-5f3a"
 DEPLOYMENT = "smol"
 API_VERSION = "2024-06-01"
 START_TIMEOUT_S = 20.0
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
+    """Terminate a server the tests started, and kill it if it has not gone within 10 s."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def need_programs() -> None:
@@ -210,13 +221,7 @@ class Nginx:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()  # master_process off: SIGTERM is nginx's fast shutdown
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)  # master_process off: SIGTERM is nginx's fast shutdown
 
     def lines(self) -> list[str]:
         """Every access-log line so far (``METHOD PATH STATUS "Content-Encoding"``)."""
@@ -275,13 +280,7 @@ class Tinyproxy:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
     def requests(self) -> list[str]:
         """The log's request lines: ``CONNECT HOST:PORT`` for tunnels, ``POST http://...`` otherwise."""
@@ -313,15 +312,9 @@ def _wait(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path) -
     deadline = time.monotonic() + START_TIMEOUT_S
     while not ready():
         said = log.read_text(errors="replace") if log.exists() else ""
-        assert proc.poll() is None, f"{proc.args} exited with {proc.returncode}: {said[-2000:]}"
-        assert time.monotonic() < deadline, f"{proc.args} did not start: {said[-2000:]}"
+        assert proc.poll() is None, f"{proc.args!r} exited with {proc.returncode}: {said[-2000:]}"
+        assert time.monotonic() < deadline, f"{proc.args!r} did not start: {said[-2000:]}"
         time.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- the gateway in front of the model ---------------------------------------------------------------
