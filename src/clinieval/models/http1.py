@@ -248,14 +248,10 @@ class _Connection(asyncio.Protocol):
             self._read_chunks()
 
     def _read_head(self) -> bool:
-        found = BLANK_LINE.search(self._buf)
-        end = len(self._buf) if found is None else found.start()
-        if end > MAX_HEAD:  # however it arrived: all at once, or in pieces with no end yet
-            raise _Malformed(f"headers longer than {MAX_HEAD // 1024} KiB")
-        if found is None:
+        head = self._head_lines()
+        if head is None:
             return False
-        stop = found.end()
-        lines = LINE_END.split(bytes(self._buf[:end]).decode("latin-1"))
+        lines, stop = head
         del self._buf[:stop]
         version, _, rest = lines[0].partition(" ")
         code = rest[:3]
@@ -268,6 +264,23 @@ class _Connection(asyncio.Protocol):
         self._head = (status, headers)
         self._choose_mode(version, status, headers)
         return True
+
+    def _head_lines(self) -> tuple[list[str], int] | None:
+        """The status and header lines of a complete head, and where the body starts; None while
+        the head is still arriving. Every line ends in CRLF almost always, which plain ``find`` and
+        ``split`` read at a tenth of the regular expressions' cost; a head with a bare LF anywhere
+        (or one still without its end) goes the lenient way."""
+        buf = self._buf
+        end = buf.find(b"\r\n\r\n")
+        if 0 <= end <= MAX_HEAD and buf.count(b"\n", 0, end) == buf.count(b"\r\n", 0, end):
+            return bytes(buf[:end]).decode("latin-1").split("\r\n"), end + 4
+        found = BLANK_LINE.search(buf)
+        end = len(buf) if found is None else found.start()
+        if end > MAX_HEAD:  # however it arrived: all at once, or in pieces with no end yet
+            raise _Malformed(f"headers longer than {MAX_HEAD // 1024} KiB")
+        if found is None:
+            return None
+        return LINE_END.split(bytes(buf[:end]).decode("latin-1")), found.end()
 
     def _choose_mode(self, version: str, status: int, headers: dict[str, str]) -> None:
         connection = headers.get("connection", "").lower()
@@ -333,13 +346,16 @@ def _parse_headers(lines: list[str]) -> dict[str, str]:
     headers: dict[str, str] = {}
     last = ""
     for line in lines:
-        if line[:1] in {" ", "\t"} and last:  # an obsolete folded continuation
+        if line[:1] in " \t":  # an obsolete folded continuation of the header before
+            if not last:
+                raise _Malformed(f"a header line without a name and a colon: {line[:80]!r}")
             headers[last] = f"{headers[last]} {line.strip()}"
             continue
         name, sep, value = line.partition(":")
-        if not sep or not name.strip():
+        key = name.strip().lower()
+        if not sep or not key:
             raise _Malformed(f"a header line without a name and a colon: {line[:80]!r}")
-        key, value = name.strip().lower(), value.strip()
+        value = value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
         last = key
     return headers
@@ -348,10 +364,12 @@ def _parse_headers(lines: list[str]) -> dict[str, str]:
 def _content_length(value: str) -> int:
     """The one length a (possibly repeated) Content-Length header gives; two different ones are
     refused, since which one frames the body is exactly what request smuggling exploits."""
-    lengths = {v.strip() for v in value.split(",")}
-    if len(lengths) > 1:
-        raise _Malformed(f"Content-Length headers that disagree ({', '.join(sorted(lengths))})")
-    (length,) = lengths
+    length = value
+    if "," in value:
+        lengths = {v.strip() for v in value.split(",")}
+        if len(lengths) > 1:
+            raise _Malformed(f"Content-Length headers that disagree ({', '.join(sorted(lengths))})")
+        (length,) = lengths
     if not length.isdigit():
         raise _Malformed(f"a Content-Length that is not a number: {length[:40]!r}")
     return int(length)
