@@ -1,11 +1,12 @@
 """A small HTTP/1.1 client for the OpenAI-compatible backend: keep-alive connections, one request
 at a time on each, nothing else.
 
-Why not a general client: against a server that answers at once, aiohttp spent ~95 µs of CPU per
-request (httpx ~2 ms) on machinery this backend never uses (cookies, redirects, streaming,
-tracing hooks); this one spends ~30 µs, and a client that must keep a serving cluster busy from
-one Python process is bound by exactly that (docs/architecture.md has the measured costs). What it
-does support is what servers, reverse proxies and gateways answer with: ``Content-Length`` bodies,
+Why not a general client: against a server that answers at once, aiohttp spends 2.8-3.2x the
+CPU per request of this one (212 against 75 µs, bench/transport_cost.py) on machinery this
+backend never uses (cookies, redirects, streaming, tracing hooks), and a client that must keep a
+serving cluster busy from one Python process is bound by exactly that (docs/architecture.md,
+"Talking to model servers"). What it does support is what servers, reverse proxies and gateways
+answer with: ``Content-Length`` bodies,
 ``Transfer-Encoding: chunked``, bodies that end when the connection closes (HTTP/1.0 style),
 ``Connection: close``, gzip and deflate bodies (asked for with ``Accept-Encoding``), bare ``\\n``
 line ends (read as browsers read them), TLS for an allowlisted host (the system's CAs, plus
