@@ -158,7 +158,7 @@ class Endpoints(OptionGroup):
         model from it); None stands for the runner's own, in this process."""
         from clinieval.distributed import open_executor
 
-        return open_executor(self.executor, job, ray_address=self.ray_address, ray_workers=self.ray_workers)
+        return open_executor(self.ray(), job)
 
 
 @dataclass(frozen=True)

@@ -42,14 +42,13 @@ from clinieval.datasets import ENV_DATA_DIR
 from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.models.ray_model import (
-    EXECUTORS,
     RAY_LOGS,
     Placed,
+    RayChoice,
     RayCluster,
     WorkerFailure,
     failure_of,
     first_line,
-    ray_choice,
     setup_failed,
 )
 from clinieval.models.spec import BackendOptions, parse_model_spec
@@ -61,7 +60,7 @@ from clinieval.types import JSON, GenerationConfig, Sample
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EXECUTORS", "RayExecutor", "TaskRecipe", "WorkerJob", "open_executor"]
+__all__ = ["RayExecutor", "TaskRecipe", "WorkerJob", "open_executor"]
 
 WAIT_POLL_S = 1.0
 """The longest one ``ray.wait`` blocks a thread, so an interrupted run stops promptly."""
@@ -459,13 +458,10 @@ async def _finish_all(
 
 
 @contextlib.contextmanager
-def open_executor(
-    kind: str, job: WorkerJob, *, ray_address: str | None = None, ray_workers: int | None = None
-) -> Iterator[Executor | None]:
-    """The executor ``--executor`` names, open for the length of the run: None for ``local`` (the
-    runner's own), a started :class:`RayExecutor` for ``ray``. The Ray options without ``ray``
-    are a mistake worth one line, not a silent local run."""
-    choice = ray_choice(kind, ray_address, ray_workers)
+def open_executor(choice: RayChoice | None, job: WorkerJob) -> Iterator[Executor | None]:
+    """The executor ``--executor`` chose (:func:`clinieval.models.ray_model.ray_choice` read it),
+    open for the length of the run: None for a local run (the runner's own), a started
+    :class:`RayExecutor` for ``ray``."""
     if choice is None:
         yield None
         return

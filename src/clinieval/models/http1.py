@@ -46,6 +46,7 @@ from clinieval.models.http_wire import (
     ProtocolError,
     TransportError,
     TransportTimeout,
+    authority,
 )
 
 __all__ = [
@@ -87,7 +88,7 @@ def check_ca_bundle(path: Path) -> str:
     if not path.is_file():
         raise UserError(f"--ca-bundle {path}: no such file; expected a PEM file of CA certificates")
     try:
-        ssl.create_default_context().load_verify_locations(cafile=str(path))
+        _tls_context(str(path))  # as every connection will load it
     except (ssl.SSLError, OSError, ValueError) as e:
         raise UserError(
             f"--ca-bundle {path}: cannot be read as PEM CA certificates ({e}); expected a file of "
@@ -118,8 +119,7 @@ class _Origin:
     @property
     def authority(self) -> str:
         """``host:port`` always (CONNECT needs the port even when it is the scheme's default)."""
-        name = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{name}:{self.port}"
+        return authority(self.host, self.port)
 
 
 def split_url(url: str) -> tuple[_Origin, str]:
@@ -419,28 +419,22 @@ class Http1Client:
         try:
             async with asyncio.timeout(limit):
                 conn = self._idle_connection() or await self._connect()
-                response = await self._exchange(conn, data, method)
+                return await self._exchange(conn, data, method)
         except TransportTimeout:
             raise
         except TimeoutError:
             waiting = f"a connection to {self._label}" if conn is None else conn.waiting_for
             raise TransportTimeout(f"timed out after {limit:g} s waiting for {waiting}") from None
-        self._release(conn)
-        return response
 
     async def _exchange(self, conn: _Connection, data: bytes, method: str) -> Response:
-        """Send on ``conn``; a reused connection the server had closed gets the request once more
-        on a fresh one. A connection that failed, timed out or was cancelled is closed."""
+        """Send on ``conn`` and keep it for the next request if the answer allows; a reused
+        connection the server had closed gets the request once more on a fresh one."""
         try:
-            return await conn.send(data, expect_body=method != "HEAD")
+            return await self._exchange_once(conn, data, method)
         except _Stale:
-            conn.close()
-            if conn.used != 1:  # a fresh connection: the server really hung up on us
-                return await self._exchange_once(await self._connect(), data, method)
-            raise
-        except BaseException:
-            conn.close()  # failed, timed out or cancelled: its state is unknown
-            raise
+            if conn.used == 1:  # a fresh connection: the server really hung up on us
+                raise
+            return await self._exchange_once(await self._connect(), data, method)
 
     def _idle_connection(self) -> _Connection | None:
         """The most recently used idle connection still open (the server may have closed some)."""
@@ -451,6 +445,8 @@ class Http1Client:
         return None
 
     async def _exchange_once(self, conn: _Connection, data: bytes, method: str) -> Response:
+        """One request on ``conn``: kept for the next if the answer allows; closed if it failed,
+        timed out or was cancelled (its state is then unknown)."""
         try:
             response = await conn.send(data, expect_body=method != "HEAD")
         except BaseException:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from clinieval.errors import UserError
-from clinieval.models.http_wire import BLANK_LINE, LINE_END, MAX_HEAD, ConnectError, ProtocolError
+from clinieval.models.http_wire import BLANK_LINE, LINE_END, MAX_HEAD, ConnectError, ProtocolError, authority
 from clinieval.privacy import is_loopback
 
 
@@ -44,8 +44,7 @@ class Proxy:
 
     @property
     def address(self) -> str:
-        name = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{name}:{self.port}"
+        return authority(self.host, self.port)
 
     @property
     def named(self) -> str:
@@ -57,19 +56,27 @@ def proxy_for(
     scheme: str, host: str, port: int, *, use_env: bool, environ: Mapping[str, str] | None = None
 ) -> Proxy | None:
     """The proxy a request to ``scheme://host:port`` goes through, or None to go direct."""
-    env = os.environ if environ is None else environ
-    if not use_env or is_loopback(host) or bypassed(host, port, _first(env, "no_proxy", "NO_PROXY")):
+    if not use_env:
         return None
+    env = os.environ if environ is None else environ
     names = ("https_proxy", "HTTPS_PROXY") if scheme == "https" else ("http_proxy", "HTTP_PROXY")
-    for name in (*names, "all_proxy", "ALL_PROXY"):
+    named = _first_set(env, *names, "all_proxy", "ALL_PROXY")
+    # no proxy set (the usual case) costs no loopback lookup; a set one is read only if it is used
+    if named is None or is_loopback(host):
+        return None
+    no_proxy = _first_set(env, "no_proxy", "NO_PROXY")
+    if no_proxy is not None and bypassed(host, port, no_proxy[1]):
+        return None
+    return parse_proxy(named[1], named[0])
+
+
+def _first_set(env: Mapping[str, str], *names: str) -> tuple[str, str] | None:
+    """The first of ``names`` set to something, with its value (stripped); None if none is."""
+    for name in names:
         value = env.get(name, "").strip()
         if value:
-            return parse_proxy(value, name)
+            return name, value
     return None
-
-
-def _first(env: Mapping[str, str], *names: str) -> str:
-    return next((env[n] for n in names if env.get(n, "").strip()), "")
 
 
 def parse_proxy(value: str, source: str) -> Proxy:

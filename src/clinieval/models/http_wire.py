@@ -10,6 +10,14 @@ import re
 
 LINE_END = re.compile(r"\r?\n")
 BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+
+
+def authority(host: str, port: int) -> str:
+    """``host:port`` as a request line, a CONNECT and a message write it (an IPv6 host in brackets)."""
+    name = f"[{host}]" if ":" in host else host
+    return f"{name}:{port}"
+
+
 MAX_HEAD = 64 * 1024
 """Longest status line and headers accepted: a server sending more is not an API server."""
 
