@@ -26,7 +26,7 @@ from clinieval.errors import UserError
 from clinieval.models.http1 import ConnectError, ConnectOptions, Http1Client
 from clinieval.models.http_proxy import Proxy, bypassed, parse_proxy, proxy_for
 from clinieval.models.openai_http import OpenAIModel
-from tests.test_http1 import OK, length_reply, serving
+from tests.test_http1 import OK, ScriptedServer, length_reply, serving
 
 FAR = "10.77.0.1"  # not loopback; never connected to (the proxy is)
 
@@ -185,24 +185,15 @@ def test_the_egress_guard_decides_before_any_proxy_is_asked(monkeypatch: pytest.
     assert proxy.connections == 0
 
 
-class ConnectProxy:
+class ConnectProxy(ScriptedServer):
     """A forward proxy that answers CONNECT with 200 and relays bytes to one local port (whatever
-    host the client named), counting the CONNECT lines it saw."""
+    host the client named), counting the CONNECT lines it saw. The scripted server's listening
+    and accepting, with a tunnel instead of scripted replies."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.connects: list[bytes] = []
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__(lambda n: [])
 
     def _serve(self, conn: socket.socket) -> None:
         head = b""
@@ -217,9 +208,6 @@ class ConnectProxy:
         conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         threading.Thread(target=_pipe, args=(upstream, conn), daemon=True).start()
         _pipe(conn, upstream)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _pipe(src: socket.socket, dst: socket.socket) -> None:
