@@ -77,9 +77,17 @@ def smollm2_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """The installed `clinieval` command, as a user runs it."""
-    return subprocess.run([str(BIN / "clinieval"), *args], capture_output=True, text=True, timeout=timeout)
+def run_cli(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installed `clinieval` command, as a user runs it (``env``: variables set on top of ours)."""
+    return subprocess.run(
+        [str(BIN / "clinieval"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
+    )
 
 
 def free_port() -> int:

@@ -63,3 +63,26 @@ def test_nothing_listening_is_could_not_connect(tmp_path: Path) -> None:
         f"cannot reach http://127.0.0.1:{port}/v1: cannot connect to 127.0.0.1:{port}: Connection refused; "
         "is the server running and is the URL right?"
     )
+
+
+def test_bad_transport_settings_are_one_line_each_and_leave_nothing(tmp_path: Path) -> None:
+    """A CA bundle that is missing or not PEM, and a proxy clinieval cannot speak to, are refused
+    before any request, naming the option or variable; nothing is written."""
+    not_pem = tmp_path / "ca.pem"
+    not_pem.write_text("not a certificate\n")
+    data, out = items(tmp_path, 1), tmp_path / "run"
+    base = ("run", str(data), "-m", f"openai:http://127.0.0.1:{free_port()}/v1@{MODEL}", "--out", str(out))
+    cases = [
+        (str(tmp_path / "nope.pem"), f"--ca-bundle {tmp_path / 'nope.pem'}: no such file"),
+        (str(not_pem), f"--ca-bundle {not_pem}: cannot be read as PEM CA certificates"),
+    ]
+    for bundle, expected in cases:
+        proc = run_cli(*base, "--ca-bundle", bundle)
+        assert proc.returncode == 2 and expected in proc.stderr.strip().splitlines()[-1], proc.stderr
+        assert "Traceback" not in proc.stderr and not out.exists()
+    # an allowlisted non-loopback endpoint (never reached: the proxy setting is refused first)
+    far = ("run", str(data), "-m", f"openai:https://10.77.0.1:8443/v1@{MODEL}", "--allow-host", "10.77.0.1")
+    proc = run_cli(*far, "--out", str(out), env={"HTTPS_PROXY": "socks5://proxy:1080"})
+    line = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "HTTPS_PROXY='socks5://proxy:1080': clinieval reaches endpoints" in line
+    assert "--no-proxy" in line and not out.exists()
