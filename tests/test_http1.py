@@ -298,6 +298,20 @@ def test_compressed_bodies_are_asked_for_and_decoded(encoding: str, encode: Call
     assert server.connections == 1  # both answers complete, so the connection was kept
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 204 No Content\r\nContent-Encoding: gzip\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n",
+    ],
+)
+def test_an_empty_body_with_an_encoding_header_is_empty_not_broken(reply: bytes) -> None:
+    """Servers send the Content-Encoding of the content a 204 or an empty answer would have had."""
+    with serving(lambda n: [reply]) as server:
+        assert ask(server.url(), 2) == [b"", b""]
+    assert server.connections == 1
+
+
 def test_a_compressed_body_is_decoded_only_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(http_encoding, "MAX_DECODED", 1000)
     sent = gzip.compress(b"0" * 5000)

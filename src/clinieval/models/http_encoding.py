@@ -19,7 +19,12 @@ class UndecodableBody(Exception):
 
 
 def decode_body(body: bytes, encoding: str) -> bytes:
-    """``body`` with its Content-Encoding undone (gzip, deflate, identity; listed in the order applied)."""
+    """``body`` with its Content-Encoding undone (gzip, deflate, identity; listed in the order applied).
+
+    An empty body stays empty: a 204, a 304 or an answer to HEAD carries the header of the content it
+    would have had, not a compressed nothing."""
+    if not body:
+        return body
     for coding in reversed([c.strip().lower() for c in encoding.split(",") if c.strip()]):
         if coding in {"gzip", "x-gzip"}:
             body = _inflate(body, 16 + zlib.MAX_WBITS, "gzip")
