@@ -58,8 +58,14 @@ def gateway(llama_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 @pytest.fixture(scope="module")
 def reference(llama_server: str, items: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """What the model answers straight from ``llama_cpp.server`` (no gateway): item id -> text."""
-    out = tmp_path_factory.mktemp("reference") / "run"
+    """What the model answers straight from ``llama_cpp.server`` (no gateway): item id -> text.
+
+    Asked twice, and the second answers kept: the first leaves the server's cache as every
+    later row finds it (the last question asked), whatever other tests asked before.
+    """
+    folder = tmp_path_factory.mktemp("reference")
+    succeeded(outcome(cli(items, folder / "warm", llama_server), clean_env(), folder / "warm"))
+    out = folder / "run"
     result = outcome(cli(items, out, llama_server), clean_env(), out)
     succeeded(result)
     return {k: v[0] for k, v in result["records"].items()}

@@ -52,10 +52,16 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def cli(items: Path, out: Path, url: str, *extra: str, model: str = "smol") -> list[str]:
-    """``clinieval run`` of ``items`` against ``url``, as a user types it."""
+    """``clinieval run`` of ``items`` against ``url``, as a user types it, one request at a time.
+
+    One at a time because ``llama_cpp.server`` reuses the KV cache of the prompt before: a
+    question asked right after itself is decoded from its last token only, and the tiny model's
+    greedy answer can change with that. In a fixed order every row's question follows the same
+    one, so "the same texts as straight from the server" is a fair check of the transport.
+    """
     clinieval = Path(sys.executable).parent / "clinieval"
     head = [str(clinieval), "run", str(items), "-m", f"openai:{url}@{model}", "--out", str(out)]
-    return [*head, "--no-progress", "--max-tokens", "8", "--retries", "0", *extra]
+    return [*head, "--no-progress", "--max-tokens", "8", "--retries", "0", "--concurrency", "1", *extra]
 
 
 def outcome(cmd: list[str], env: dict[str, str], out: Path) -> dict[str, Any]:
