@@ -49,6 +49,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # source type, and below the benchmarks, which convert their files into review items; its
     # command group is cli/review.py
     ("review",),
+    # suites: every model over every benchmark through the benchmark protocol's suite(), and the
+    # leaderboard; below the protocol, which hands over its SuitePart type
+    ("suite",),
     ("benchmark", "cli_options", "cli_commands"),
     ("benchmarks",),
     ("cli",),

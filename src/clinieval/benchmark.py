@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from clinieval.judge.catalog import RubricEntry
     from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
+    from clinieval.suite.part import SuitePart
     from clinieval.task import PromptTemplate, Task
 
 
@@ -87,6 +88,10 @@ class Benchmark(Protocol):
         """The benchmark's files ``clinieval review import`` reads, each turned into review items."""
         ...
 
+    def suite(self) -> SuitePart | None:
+        """How ``clinieval suite`` runs this benchmark for each model; None: a suite cannot name it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkBase:
@@ -110,6 +115,9 @@ class BenchmarkBase:
 
     def review_sources(self) -> Sequence[ReviewSource]:
         return ()
+
+    def suite(self) -> SuitePart | None:
+        return None
 
 
 def own_scorers(task: Task, request: TaskRequest) -> Task:
