@@ -1,0 +1,167 @@
+"""Running a planned suite: every cell through its benchmark's own code, resumable as a whole.
+
+Cells run one after another (each keeps the endpoint's requests in flight itself), and the
+manifest is updated as each starts and ends, so a ``kill -9`` anywhere leaves a suite the same
+command finishes: complete cells are skipped without opening their model, the cell that was
+running resumes through its benchmark's own resume (its runs skip what they recorded), and the
+rest run. A cell whose settings changed since it ran is refused before anything is asked (its
+folder holds results of the old settings), unless ``overwrite`` says to run it again. A cell that
+fails is recorded with its error and the others still run; the caller reports them at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from clinieval.errors import UserError
+from clinieval.suite.manifest import SuiteManifest, cell_settings, jsonable
+from clinieval.suite.plan import PlannedCell, SuitePlan
+from clinieval.suite.progress import suite_view
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CellOutcome:
+    """How one cell ended in this run: ``complete`` (``failed_items`` left out of its score),
+    ``failed`` (with the error), or ``skipped`` (complete before this run)."""
+
+    label: str
+    status: str
+    seconds: float = 0.0
+    error: str | None = None
+    failed_items: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteOutcome:
+    cells: tuple[CellOutcome, ...]
+
+    @property
+    def failed(self) -> list[CellOutcome]:
+        return [c for c in self.cells if c.status == "failed"]
+
+    @property
+    def with_failed_items(self) -> list[CellOutcome]:
+        return [c for c in self.cells if c.status != "failed" and c.failed_items]
+
+
+def open_out(out: Path, keep: Collection[str] = ()) -> SuiteManifest:
+    """The manifest of the suite at ``out``, or a new one when ``out`` is new or holds nothing but
+    the names in ``keep`` (the demo's suite file and data); a folder that holds something else is
+    refused."""
+    found = SuiteManifest.read(out)
+    if found is not None:
+        return found
+    if out.exists() and (not out.is_dir() or any(p.name not in keep for p in out.iterdir())):
+        raise UserError(f"{out}: exists and is not a suite folder (no suite.json); choose another --out")
+    return SuiteManifest.new(out)
+
+
+def refuse_changed(planned: SuitePlan, manifest: SuiteManifest, overwrite: bool) -> list[PlannedCell]:
+    """Cells whose settings differ from what they ran with: refused (one error naming the cell
+    and field) unless ``overwrite``, when they are returned to be run again from scratch."""
+    again = []
+    for c in planned.cells:
+        diff = manifest.changed(c.key, cell_settings(c.entry, c.cell.model))
+        if diff is None:
+            continue
+        if not overwrite:
+            raise UserError(
+                f"{planned.suite.path}: [benchmarks.{c.entry.name}] × model {c.cell.model.name}: {diff} "
+                f"since it ran into {c.cell.out}; set it back, use another --out, or pass --overwrite "
+                "to run this cell again with the new settings"
+            )
+        again.append(c)
+    return again
+
+
+def run_suite(
+    planned: SuitePlan,
+    out: Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    keep: Collection[str] = (),
+) -> SuiteOutcome:
+    """Run every cell of ``planned`` into ``out`` (see the module docstring; ``keep``: names a new
+    ``out`` may already hold)."""
+    manifest = open_out(out, keep)
+    again = refuse_changed(planned, manifest, overwrite)
+    manifest.record(planned.suite, planned.prepared)
+    for c in again:
+        shutil.rmtree(c.cell.out, ignore_errors=True)
+        manifest.set_cell(c.key, status="pending", failed_items=0)
+    for c in planned.cells:
+        manifest.cells().setdefault(c.key, {"status": "pending"}).update(
+            benchmark=c.entry.name,
+            model=c.cell.model.name,
+            folder=str(c.cell.out.relative_to(out)),
+            settings=jsonable(cell_settings(c.entry, c.cell.model)),
+            planned_calls=c.calls,
+        )
+    manifest.write()
+    todo = [c for c in planned.cells if not _finished(manifest, c)]
+    done_calls = sum(c.calls for c in planned.cells if c not in todo)
+    view = suite_view(progress, planned.calls, done_calls, len(todo))
+    outcomes = [CellOutcome(c.label, "skipped") for c in planned.cells if c not in todo]
+    try:
+        for c in todo:
+            view.start(c.label, c.calls)
+            outcome = _run_cell(c, manifest)
+            view.finish(c.label, c.calls, outcome.status, outcome.seconds)
+            outcomes.append(outcome)
+    finally:
+        view.close()
+    return SuiteOutcome(tuple(outcomes))
+
+
+def _finished(manifest: SuiteManifest, c: PlannedCell) -> bool:
+    """Complete, with nothing failed to ask again, and its folder still there."""
+    cell = manifest.cells().get(c.key, {})
+    return cell.get("status") == "complete" and not cell.get("failed_items") and c.cell.out.exists()
+
+
+def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
+    manifest.set_cell(c.key, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), error=None)
+    start = time.perf_counter()
+    failed_items = 0
+    try:
+        asyncio.run(c.entry.part.run(c.prepared, c.cell))
+        failed_items = c.entry.part.headline(c.prepared, c.cell).failed
+    except UserError as e:
+        return _failed(c, manifest, str(e), start)
+    except Exception as e:  # a part's own fault must not stop the other cells
+        log.debug("cell %s failed", c.key, exc_info=True)
+        return _failed(c, manifest, f"{type(e).__name__}: {e}", start)
+    seconds = time.perf_counter() - start
+    manifest.set_cell(c.key, status="complete", wall_s=round(seconds, 3), failed_items=failed_items)
+    return CellOutcome(c.label, "complete", seconds, failed_items=failed_items)
+
+
+def _failed(c: PlannedCell, manifest: SuiteManifest, error: str, start: float) -> CellOutcome:
+    seconds = time.perf_counter() - start
+    manifest.set_cell(c.key, status="failed", wall_s=round(seconds, 3), error=error)
+    return CellOutcome(c.label, "failed", seconds, error)
+
+
+def summary_lines(outcome: SuiteOutcome, out: Path) -> list[str]:
+    """What a user reads at the end: counts, then each failed cell with its error."""
+    counts = {s: sum(c.status == s for c in outcome.cells) for s in ("complete", "skipped", "failed")}
+    lines = [
+        f"suite {out}: {counts['complete']} cells run, {counts['skipped']} already complete, "
+        f"{counts['failed']} failed"
+    ]
+    for c in outcome.failed:
+        lines.append(f"  failed: {c.label}: {c.error}")
+    for c in outcome.with_failed_items:
+        lines.append(f"  {c.label}: {c.failed_items} items' model calls failed (left out of its score)")
+    if outcome.failed or outcome.with_failed_items:
+        lines.append("run the same command again to retry them; finished cells are not asked again")
+    return lines

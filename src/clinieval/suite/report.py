@@ -1,0 +1,107 @@
+"""``clinieval suite report``: the leaderboard over a finished suite, from what its cells recorded.
+
+Nothing here asks a model. The suite is read back from its own manifest (the suite file's text as
+last run, so the report matches what ran even if the file was edited since), each benchmark is
+prepared again (data only), and for every complete cell the benchmark's ``headline`` reads back
+its per-item scores. Each benchmark also writes its own report and gets a per-item results
+browser (``clinieval view``'s site), and the leaderboard links both from every number. Cells that
+failed or never ran are left out and named in the page's notes, never scored 0.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clinieval.suite.manifest import SuiteManifest
+from clinieval.suite.part import Headline
+from clinieval.suite.plan import PlannedCell, SuitePlan
+
+if TYPE_CHECKING:
+    from clinieval.analysis.leaderboard import BenchmarkScores
+    from clinieval.suite.leaderboard import BenchmarkLinks
+
+REPORT = "report"
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteReport:
+    """What ``suite report`` wrote: the leaderboard files, and the notes it carries."""
+
+    files: tuple[Path, ...]
+    notes: tuple[str, ...]
+    benchmarks: int
+
+
+def write_suite_report(
+    planned: SuitePlan, manifest: SuiteManifest, *, notes: Sequence[str] = ()
+) -> SuiteReport:
+    """Every complete cell's headline, each benchmark's own report and results browser, then the
+    leaderboard, under ``DIR/report`` (``DIR``: the manifest's folder)."""
+    from clinieval.analysis.leaderboard import build_leaderboard
+    from clinieval.suite.leaderboard import write_leaderboard
+
+    out = manifest.out / REPORT
+    scores: list[BenchmarkScores] = []
+    links: dict[str, BenchmarkLinks] = {}
+    left_out: list[str] = []
+    for prepared in planned.prepared:
+        cells = [c for c in planned.cells if c.entry.name == prepared.benchmark]
+        done = [c for c in cells if manifest.status(c.key) == "complete"]
+        left_out += [_left_out(c, manifest) for c in cells if c not in done]
+        if not done:
+            continue
+        headlines = {c.cell.model.name: c.entry.part.headline(prepared, c.cell) for c in done}
+        scores.append(benchmark_scores(prepared.benchmark, done[0].entry.part.metric, headlines))
+        links[prepared.benchmark] = _own_pages(done, headlines, out)
+    board = build_leaderboard(scores, seed=planned.suite.seed)
+    all_notes = (*notes, *left_out)
+    files = write_leaderboard(board, links, out, title=planned.suite.title, notes=all_notes)
+    return SuiteReport(tuple(files), tuple(all_notes), len(scores))
+
+
+def benchmark_scores(name: str, metric: str, headlines: Mapping[str, Headline]) -> BenchmarkScores:
+    """One benchmark's headlines (model name -> its cell's) as the leaderboard takes them."""
+    from clinieval.analysis.leaderboard import BenchmarkScores
+
+    clusters: dict[str, str] = {}
+    for line in headlines.values():
+        clusters.update(line.clusters or {})
+    first = next(iter(headlines.values()))
+    return BenchmarkScores(
+        name=name,
+        metric=metric,
+        scores={m: dict(h.scores) for m, h in headlines.items()},
+        clusters=clusters or None,
+        judge_runs={m: list(h.judge_runs) for m, h in headlines.items() if h.judge_runs},
+        failed={m: h.failed for m, h in headlines.items()},
+        scale=first.scale,
+    )
+
+
+def _own_pages(done: Sequence[PlannedCell], headlines: Mapping[str, Headline], out: Path) -> BenchmarkLinks:
+    """The benchmark's own report and its results browser, as links relative to ``out``."""
+    from clinieval.suite.leaderboard import BenchmarkLinks
+    from clinieval.view.site import build_site
+
+    name = done[0].entry.name
+    page = done[0].entry.part.report(done[0].prepared, [c.cell for c in done], out / name)
+    runs = [run for line in headlines.values() for run in line.runs]
+    view = None
+    if runs:
+        site = out / "view" / name
+        build_site(runs, site)
+        view = f"view/{name}/index.html"
+    report = None if page is None else Path(os.path.relpath(page, out)).as_posix()
+    return BenchmarkLinks(report=report, view=view)
+
+
+def _left_out(c: PlannedCell, manifest: SuiteManifest) -> str:
+    cell = manifest.cells().get(c.key, {})
+    status = cell.get("status", "pending")
+    if status == "failed":
+        return f"{c.label} is left out: it failed ({cell.get('error')})"
+    return f"{c.label} is left out: it has not run yet ({status}); run `clinieval suite run` again"
