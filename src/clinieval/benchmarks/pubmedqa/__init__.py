@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from clinieval.benchmark import BenchmarkBase, TaskRequest, check_split
 
 if TYPE_CHECKING:
+    from clinieval.suite.part import SuitePart
     from clinieval.task import Task
 
 
@@ -28,6 +29,11 @@ class PubMedQA(BenchmarkBase):
 
         split = check_split(request, SPLITS, "test")
         return pubmedqa_task(request.data, split, list(request.scorers) if request.scorers else None)
+
+    def suite(self) -> SuitePart | None:
+        from clinieval.benchmarks.pubmedqa.suite_part import PubMedQAPart
+
+        return PubMedQAPart()
 
 
 BENCHMARK = PubMedQA()
