@@ -44,11 +44,13 @@ def _add_subcommands() -> None:
     from clinieval.cli.ehr import app as ehr_app
     from clinieval.cli.judge import judge
     from clinieval.cli.review import make_review_app
+    from clinieval.cli.suite import app as suite_app
     from clinieval.view.cli import view
 
     app.add_typer(ehr_app, name="ehr")
     review_app = make_review_app([s for b in BENCHMARKS for s in b.review_sources()])
     app.add_typer(review_app, name="review", help="Blinded clinician review: web app, database, exports.")
+    app.add_typer(suite_app, name="suite")
     for benchmark in BENCHMARKS:
         commands = benchmark.commands()
         if commands is not None:

@@ -1,0 +1,215 @@
+"""``clinieval suite``: every model over every benchmark from one TOML file, and the leaderboard.
+
+The commands only parse, call :mod:`clinieval.suite` and print. This is the layer that knows both
+the benchmarks (``BENCHMARKS``, each offering a suite part) and the command line's endpoint
+options (:class:`~clinieval.cli_commands.Endpoints`), so it hands the suite layer the parts and
+the one function that turns a suite's ``[endpoints]`` table into backend options.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from clinieval.cli_options import ShowProgress, command_group
+from clinieval.errors import EXIT_FAILED_ITEMS
+
+if TYPE_CHECKING:
+    from clinieval.models.spec import BackendOptions
+    from clinieval.suite.config import EndpointSettings, Suite
+    from clinieval.suite.part import SuitePart
+
+app = command_group(
+    "Suites: every model over every benchmark from one TOML file (docs/suite.md), and the leaderboard."
+)
+
+SuiteFile = Annotated[
+    Path, typer.Argument(help="the suite file (TOML; docs/suite.md, docs/suite.schema.json)")
+]
+Overwrite = Annotated[
+    bool, typer.Option(help="run again, from scratch, a cell whose settings changed since it ran")
+]
+TINY_NOTE = (
+    "note: the demo's models are tiny embedded models ({models}): they exercise every code path with "
+    "real text, but their numbers say nothing clinical. Name capable models in a suite file for real ones."
+)
+
+
+def suite_parts() -> list[SuitePart]:
+    """The suite part of every benchmark that offers one."""
+    from clinieval.benchmarks import BENCHMARKS
+
+    return [p for b in BENCHMARKS if (p := b.suite()) is not None]
+
+
+def backend_for(settings: EndpointSettings) -> BackendOptions:
+    """A suite's ``[endpoints]`` table as the command line's endpoint options would open models."""
+    from clinieval.cli_commands import Endpoints
+
+    endpoints = Endpoints(
+        n_ctx=settings.n_ctx,
+        timeout=settings.timeout,
+        retries=settings.retries,
+        concurrency=settings.concurrency,
+        allow_host=list(settings.allow_host) or None,
+        ca_bundle=settings.ca_bundle,
+        no_proxy=settings.no_proxy,
+        executor=settings.executor,
+        ray_address=settings.ray_address,
+        ray_workers=settings.ray_workers,
+    )
+    return endpoints.backend()
+
+
+def _read(path: Path) -> Suite:
+    from clinieval.suite.config import read_suite
+
+    return read_suite(path, suite_parts(), backend_for)
+
+
+@app.command()
+def schema() -> None:
+    """Print the suite file's JSON Schema (draft 2020-12; docs/suite.schema.json is this output)."""
+    from clinieval.suite.config import published_schema
+
+    typer.echo(schema_text(published_schema(suite_parts())), nl=False)
+
+
+def schema_text(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+@app.command()
+def plan(
+    suite_file: SuiteFile,
+    out: Annotated[Path | None, typer.Option(help="a suite folder: also show what is already done")] = None,
+) -> None:
+    """Check SUITE_FILE and its data (no model is asked) and print every model x benchmark cell
+    with its steps and model calls."""
+    from clinieval.suite.manifest import SuiteManifest
+    from clinieval.suite.plan import plan as make_plan
+    from clinieval.suite.plan import plan_lines
+
+    suite = _read(suite_file)
+    planned = make_plan(suite, out or Path("DIR"))
+    manifest = None if out is None else SuiteManifest.read(out)
+    for line in plan_lines(planned, manifest):
+        typer.echo(line)
+
+
+@app.command()
+def run(
+    suite_file: SuiteFile,
+    out: Annotated[Path, typer.Option(help="the suite folder: a cell per model x benchmark, suite.json")],
+    overwrite: Overwrite = False,
+    progress: ShowProgress = True,
+) -> None:
+    """Run every model over every benchmark of SUITE_FILE into OUT; the same command again resumes
+    (finished cells are not asked again).
+
+    Exit status: 0 done; 2 a mistake in the suite file or its data (nothing asked, nothing
+    written); 3 finished, but cells or items failed (listed at the end; run again to retry them)."""
+    _run(_read(suite_file), out, overwrite=overwrite, progress=progress)
+
+
+def _run(suite: Suite, out: Path, *, overwrite: bool, progress: bool, keep: Sequence[str] = ()) -> bool:
+    """Plan and run ``suite``; print the summary; whether every cell finished whole."""
+    from clinieval.suite.execute import run_suite, summary_lines
+    from clinieval.suite.plan import plan as make_plan
+
+    planned = make_plan(suite, out)
+    if suite.path.resolve().parent == out.resolve():
+        keep = (*keep, suite.path.name)
+    outcome = run_suite(planned, out, overwrite=overwrite, progress=progress, keep=keep)
+    for line in summary_lines(outcome, out):
+        typer.echo(line, err=True)
+    typer.echo(f"next: clinieval suite report {out}", err=True)
+    return not outcome.failed and not outcome.with_failed_items
+
+
+@app.command()
+def report(
+    suite_dir: Annotated[Path, typer.Argument(help="a suite folder written by `clinieval suite run`")],
+) -> None:
+    """Write the leaderboard (SUITE_DIR/report/leaderboard.html, .md, .json), each benchmark's own
+    report and a per-item results browser, from what the suite recorded; no model is asked."""
+    for line in _report(suite_dir):
+        typer.echo(line)
+
+
+def _report(out: Path, notes: Sequence[str] = ()) -> list[str]:
+    from clinieval.suite.config import parse_suite
+    from clinieval.suite.manifest import SuiteManifest
+    from clinieval.suite.plan import plan as make_plan
+    from clinieval.suite.report import write_suite_report
+
+    manifest = SuiteManifest.open(out)
+    recorded = manifest.data.get("suite", {})
+    suite = parse_suite(
+        recorded.get("text", ""), Path(recorded.get("file", out / "suite.toml")), suite_parts(), backend_for
+    )
+    written = write_suite_report(make_plan(suite, out), manifest, notes=notes)
+    return [*(f"note: {n}" for n in written.notes), *(str(p) for p in written.files)]
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="folder for the demo: suite.toml, data/, the cells, report/")],
+    models: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--models", "-m", help="model specs to compare (repeatable; default: the embedded ones)"
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed for the synthetic data and the shuffles")] = 0,
+    progress: ShowProgress = True,
+) -> None:
+    """Every benchmark's small synthetic set (PubMedQA: a few of its own questions) over the two
+    tiny embedded models, judged by the embedded SmolLM2, then the leaderboard."""
+    from clinieval.models.catalog import DEMO_MODELS
+
+    specs = list(models or DEMO_MODELS)
+    path = write_demo_suite(out, specs, seed)
+    typer.echo(f"wrote {path}", err=True)
+    whole = _run(_read(path), out, overwrite=False, progress=progress, keep=("data", path.name))
+    tiny = [s.removeprefix("llamacpp:") for s in specs if s.startswith("llamacpp:") and "/" not in s]
+    notes = [TINY_NOTE.format(models=", ".join(tiny)).removeprefix("note: ")] if tiny else []
+    for line in _report(out, notes):
+        typer.echo(line)
+    if tiny:
+        typer.echo(TINY_NOTE.format(models=", ".join(tiny)), err=True)
+    if not whole:
+        raise typer.Exit(EXIT_FAILED_ITEMS)
+
+
+def write_demo_suite(out: Path, specs: Sequence[str], seed: int) -> Path:
+    """Each suite part's synthetic data under ``out/data/<benchmark>`` and ``out/suite.toml`` naming
+    them, ``specs`` and the embedded SmolLM2 as judge."""
+    from clinieval.fsutil import atomic_write_text, slug
+    from clinieval.models.catalog import DEMO_MODELS
+    from clinieval.models.spec import model_short_name
+    from clinieval.suite.toml_text import suite_toml
+
+    tables: dict[str, Mapping[str, Any]] = {}
+    for part in suite_parts():
+        folder = out / "data" / part.name
+        tables[part.name] = part.synthetic(folder, seed)
+    names: dict[str, str] = {}
+    for spec in specs:
+        name = slug(model_short_name(spec))
+        names[name if name not in names else f"{name}-{len(names) + 1}"] = spec
+    text = suite_toml(
+        title="clinieval suite demo (tiny models: the numbers say nothing clinical)",
+        seed=seed,
+        models=names,
+        judge={"model": DEMO_MODELS[0], "repeats": 2},
+        benchmarks=tables,
+        base=out,
+    )
+    path = out / "suite.toml"
+    atomic_write_text(path, text)
+    return path
