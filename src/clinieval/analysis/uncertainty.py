@@ -1,4 +1,4 @@
-"""Uncertainty and tests: bootstrap CIs, paired model comparisons, Bonferroni, sample size.
+"""Uncertainty and tests: bootstrap CIs, paired model comparisons, Bonferroni and Holm, sample size.
 
 Chi-square tests of independence by subgroup are in :mod:`clinieval.analysis.subgroups`.
 
@@ -39,6 +39,7 @@ __all__ = [
     "bonferroni",
     "bootstrap_ci",
     "cluster_bootstrap_ci",
+    "holm",
     "mcnemar",
     "minimum_detectable_difference",
     "paired_bootstrap",
@@ -408,6 +409,27 @@ def bonferroni(pvalues: Sequence[float]) -> list[float]:
     if np.any((ps < 0) | (ps > 1)):
         raise UserError("p-values must lie in [0, 1]")
     return [min(1.0, float(p) * ps.size) for p in ps]
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given.
+
+    Sort the m p-values ascending; the i-th smallest (i = 0, 1, ...) is multiplied by m - i, capped
+    at 1, and each adjusted value is raised to the largest one before it so the order is kept.
+    Rejecting where the adjusted p <= alpha controls the family-wise error rate at alpha like
+    :func:`bonferroni` does, but never rejects fewer hypotheses (Holm 1979). Equal p-values get
+    equal adjusted values. No tests, no p-values.
+    """
+    ps = vector(pvalues, "pvalues", min_n=0)
+    if np.any((ps < 0) | (ps > 1)):
+        raise UserError("p-values must lie in [0, 1]")
+    m = ps.size
+    adjusted = [0.0] * m
+    running = 0.0
+    for i, k in enumerate(np.argsort(ps, kind="stable")):
+        running = max(running, min(1.0, float(ps[k]) * (m - i)))
+        adjusted[int(k)] = running
+    return adjusted
 
 
 # --------------------------------------------------------------------------------------------

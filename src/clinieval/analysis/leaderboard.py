@@ -1,0 +1,472 @@
+"""The leaderboard's statistics: which model is best on each benchmark and overall, and how sure.
+
+A hospital team choosing a model asks one question of many benchmarks at once; a bare table of
+means answers it with false confidence. So every number here comes with its uncertainty:
+
+- each model's mean with a 95% bootstrap CI, resampling patients whole where items share patients
+  (:func:`~clinieval.analysis.uncertainty.cluster_bootstrap_ci`), items otherwise; items whose
+  model call failed are not scores (the caller leaves them out and counts them in ``failed``);
+- every pair of models compared on the items both answered (a paired bootstrap, by patient where
+  clustered), with Holm's adjustment over the benchmark's pairs, so "A beats B" is claimed only
+  where the family-wise error rate is controlled;
+- rank intervals (:mod:`clinieval.analysis.leaderboard_ranks`): how often each model holds each
+  rank when the items are drawn again;
+- where a judge scores the answers, how the ranking moves between judge repeats (EHRNoteQA's rank
+  instability);
+- one plain-words line per benchmark that says only what the Holm-controlled tests support;
+- an overall ranking: the mean of each model's per-benchmark ranks, with its own rank intervals
+  from a joint bootstrap (each benchmark's items redrawn independently in every replicate).
+
+Pure statistics: no I/O. :mod:`clinieval.suite.leaderboard` renders the result.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from clinieval.analysis._validation import level as check_level
+from clinieval.analysis._validation import positive_int
+from clinieval.analysis.leaderboard_ranks import (
+    FloatArray,
+    JudgeStability,
+    RankDistribution,
+    bootstrap_ranks,
+    judge_stability,
+    rank_distribution,
+    rank_rows,
+)
+from clinieval.analysis.leaderboard_words import verdict
+from clinieval.analysis.uncertainty import bootstrap_ci, cluster_bootstrap_ci, holm, paired_bootstrap
+from clinieval.errors import UserError
+
+__all__ = [
+    "AGGREGATION",
+    "CAVEATS",
+    "BenchmarkBoard",
+    "BenchmarkScores",
+    "Leaderboard",
+    "ModelScore",
+    "OverallRank",
+    "PairDifference",
+    "build_leaderboard",
+    "rank_seed",
+]
+
+AGGREGATION = (
+    "Overall rank: the mean of each model's per-benchmark ranks (rank 1 = best on that benchmark, on the"
+    " items every model answered there), over the benchmarks the model has; lower is better. Its rank"
+    " interval comes from a joint bootstrap: every replicate redraws each benchmark's items"
+    " independently, ranks the models on each benchmark and averages their ranks again."
+)
+CAVEATS = (
+    "Ranks ignore how far apart the scores are: a win by 0.001 counts as much as a win by 0.5.",
+    "Every benchmark weighs the same, however many items it has.",
+    "A model missing a benchmark is ranked on fewer benchmarks than the others.",
+)
+PAIR_TEST = (
+    "paired bootstrap of the mean difference on the items both models answered (shifted-null p-value,"
+    " Efron & Tibshirani 1993, 16.4)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkScores:
+    """One benchmark's per-item scores for every model (what ``SuitePart.headline`` reads back).
+
+    ``scores``: model -> item id -> score (higher is better); ``clusters``: item id -> patient id
+    (None: items are independent); ``judge_runs``: model -> one mapping item -> score per judge
+    repeat; ``failed``: model -> items left out because the model call failed; ``scale``: the
+    metric's range (low, high) when known, for figures.
+    """
+
+    name: str
+    metric: str
+    scores: Mapping[str, Mapping[str, float]]
+    clusters: Mapping[str, str] | None = None
+    judge_runs: Mapping[str, Sequence[Mapping[str, float]]] = field(default_factory=dict)
+    failed: Mapping[str, int] = field(default_factory=dict)
+    scale: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelScore:
+    """A model's mean over the items it answered, its CI, how many items and clusters, how many failed."""
+
+    model: str
+    mean: float
+    ci: tuple[float, float]
+    n: int
+    failed: int
+    clusters: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "mean": self.mean,
+            "ci": list(self.ci),
+            "n": self.n,
+            "failed": self.failed,
+            "clusters": self.clusters,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PairDifference:
+    """``a`` minus ``b`` on the ``n`` items both answered: mean, CI, p-value, Holm-adjusted p-value."""
+
+    a: str
+    b: str
+    n: int
+    mean_difference: float
+    ci: tuple[float, float]
+    pvalue: float
+    pvalue_holm: float
+    significant: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "n": self.n,
+            "mean_difference": self.mean_difference,
+            "ci": list(self.ci),
+            "p": self.pvalue,
+            "p_holm": self.pvalue_holm,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkBoard:
+    """One benchmark's board; ``models`` and ``scores`` in leaderboard order (observed rank, then mean)."""
+
+    name: str
+    metric: str
+    models: tuple[str, ...]
+    scores: tuple[ModelScore, ...]
+    pairs: tuple[PairDifference, ...]
+    ranks: tuple[RankDistribution, ...]
+    rank_items: int
+    rank_clusters: int | None
+    judge: JudgeStability | None
+    verdict: str
+    scale: tuple[float, float] | None
+    ci_method: str
+    digits: int
+    replicates: FloatArray = field(repr=False, compare=False)
+
+    @property
+    def clustered(self) -> bool:
+        return self.rank_clusters is not None
+
+    def score(self, model: str) -> ModelScore:
+        return next(s for s in self.scores if s.model == model)
+
+    def rank(self, model: str) -> RankDistribution:
+        return next(r for r in self.ranks if r.model == model)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "metric": self.metric,
+            "models": list(self.models),
+            "clustered": self.clustered,
+            "ci_method": self.ci_method,
+            "pair_test": PAIR_TEST + (", patients resampled whole" if self.clustered else ""),
+            "scale": list(self.scale) if self.scale else None,
+            "digits": self.digits,
+            "scores": [s.as_json() for s in self.scores],
+            "pairs": [p.as_json() for p in self.pairs],
+            "rank_items": self.rank_items,
+            "rank_clusters": self.rank_clusters,
+            "ranks": [r.as_json() for r in self.ranks],
+            "judge": self.judge.as_json() if self.judge else None,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OverallRank:
+    """A model's mean rank over its benchmarks (``ranks``: benchmark -> rank) and where that puts it."""
+
+    model: str
+    mean_rank: float
+    ranks: Mapping[str, float]
+    position: RankDistribution
+
+    def as_json(self) -> dict[str, Any]:
+        return {"model": self.model, "mean_rank": self.mean_rank, "ranks": dict(self.ranks)} | {
+            k: v for k, v in self.position.as_json().items() if k != "model"
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Leaderboard:
+    """Every benchmark's board, the overall ranking and the settings that produced them."""
+
+    benchmarks: tuple[BenchmarkBoard, ...]
+    overall: tuple[OverallRank, ...]
+    win_rates: tuple[tuple[float | None, ...], ...]
+    win_counts: tuple[tuple[int, ...], ...]
+    level: float
+    resamples: int
+    seed: int
+
+    @property
+    def alpha(self) -> float:
+        return round(1.0 - self.level, 12)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(o.model for o in self.overall)
+
+    def to_json(self) -> dict[str, Any]:
+        """leaderboard.json: every number the page shows, in plain JSON types."""
+        return {
+            "level": self.level,
+            "alpha": self.alpha,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "rank_ties": "average",
+            "multiple_comparisons": "holm",
+            "benchmarks": [b.as_json() for b in self.benchmarks],
+            "overall": {
+                "aggregation": AGGREGATION,
+                "caveats": list(CAVEATS),
+                "models": [o.as_json() for o in self.overall],
+                "win_rates": {
+                    "models": list(self.models),
+                    "rates": [list(r) for r in self.win_rates],
+                    "battles": [list(r) for r in self.win_counts],
+                },
+            },
+        }
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+def _check_scores(b: BenchmarkScores) -> None:
+    where = f"benchmark {b.name!r}"
+    if not b.scores:
+        raise UserError(f"{where}: no model has scores; a benchmark on the board needs at least one model")
+    for model, items in b.scores.items():
+        if not items:
+            raise UserError(
+                f"{where}: model {model!r} has no scored item ({b.failed.get(model, 0)} failed); rerun its"
+                " failed items or leave the model out of this benchmark"
+            )
+        bad = [i for i, v in items.items() if not (isinstance(v, int | float) and math.isfinite(v))]
+        if bad:
+            raise UserError(
+                f"{where}: model {model!r} has a score that is not a finite number on item {bad[0]!r}"
+            )
+        if b.clusters is not None:
+            lost = [i for i in items if i not in b.clusters]
+            if lost:
+                raise UserError(f"{where}: item {lost[0]!r} has no patient in clusters; give every item one")
+    for model, n in b.failed.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise UserError(f"{where}: failed count of {model!r} must be a whole number >= 0, got {n!r}")
+
+
+def rank_seed(seed: int, benchmark: str) -> list[int]:
+    """The seed of one benchmark's rank replicates: the board's seed and a hash of the benchmark's name,
+    so benchmarks are redrawn independently and adding one to a suite changes no other's intervals."""
+    return [seed, zlib.crc32(benchmark.encode("utf-8"))]
+
+
+# --- one benchmark -------------------------------------------------------------------------------
+
+
+def _digits(b: BenchmarkScores) -> int:
+    """Decimals the page shows for this benchmark's scores: 3 on a 0-1 scale, 1 on a 0-100 one."""
+    if b.scale is not None:
+        span = abs(b.scale[1] - b.scale[0])
+    else:
+        span = max(max(abs(float(v)) for v in items.values()) for items in b.scores.values())
+    return 3 if span <= 2 else 1 if span <= 200 else 0
+
+
+def _headline(b: BenchmarkScores, model: str, level: float, resamples: int, seed: int) -> ModelScore:
+    items = list(b.scores[model])
+    values = [float(b.scores[model][i]) for i in items]
+    where = f"benchmark {b.name!r}, model {model!r}"
+    if b.clusters is None:
+        ci = bootstrap_ci(values, level=level, resamples=resamples, seed=seed)
+        groups = None
+    else:
+        labels = [b.clusters[i] for i in items]
+        groups = len(set(labels))
+        if groups < 2:
+            raise UserError(
+                f"{where}: its {len(items)} scored item(s) come from 1 patient; a CI clustered by patient"
+                " needs items from at least 2"
+            )
+        ci = cluster_bootstrap_ci(values, labels, level=level, resamples=resamples, seed=seed)
+    return ModelScore(model, float(np.mean(values)), ci, len(values), int(b.failed.get(model, 0)), groups)
+
+
+def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int) -> tuple[Any, int]:
+    common = [i for i in b.scores[x] if i in b.scores[y]]
+    where = f"benchmark {b.name!r}: {x!r} vs {y!r}"
+    if len(common) < 2:
+        raise UserError(f"{where}: {len(common)} item(s) answered by both; a paired comparison needs 2")
+    labels = None if b.clusters is None else [b.clusters[i] for i in common]
+    if labels is not None and len(set(labels)) < 2:
+        raise UserError(f"{where}: the items both answered come from 1 patient; a clustered test needs 2")
+    result = paired_bootstrap(
+        [b.scores[x][i] for i in common],
+        [b.scores[y][i] for i in common],
+        level=level,
+        resamples=resamples,
+        seed=seed,
+        clusters=labels,
+    )
+    return result, len(common)
+
+
+def _pairs(
+    b: BenchmarkScores, models: Sequence[str], level: float, resamples: int, seed: int
+) -> tuple[PairDifference, ...]:
+    raw = [(x, y, *_pair(b, x, y, level, resamples, seed)) for x, y in combinations(models, 2)]
+    adjusted = holm([r.pvalue for _, _, r, _ in raw])
+    alpha = 1.0 - level
+    return tuple(
+        PairDifference(
+            a=x,
+            b=y,
+            n=n,
+            mean_difference=r.mean_difference,
+            ci=(r.ci_low, r.ci_high),
+            pvalue=r.pvalue,
+            pvalue_holm=p,
+            significant=p <= alpha + 1e-12,
+        )
+        for (x, y, r, n), p in zip(raw, adjusted, strict=True)
+    )
+
+
+def _common_table(b: BenchmarkScores, models: Sequence[str]) -> tuple[list[str], FloatArray]:
+    first = b.scores[models[0]]
+    common = [i for i in first if all(i in b.scores[m] for m in models[1:])]
+    if not common:
+        raise UserError(
+            f"benchmark {b.name!r}: no item was answered by every model; ranks need items all models share"
+        )
+    return common, np.array([[b.scores[m][i] for m in models] for i in common], dtype=np.float64)
+
+
+def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> BenchmarkBoard:
+    _check_scores(b)
+    given = list(b.scores)
+    headline = {m: _headline(b, m, level, resamples, seed) for m in given}
+    common, table = _common_table(b, given)
+    labels = None if b.clusters is None else [b.clusters[i] for i in common]
+    where = f"benchmark {b.name!r}"
+    reps = bootstrap_ranks(table, labels, resamples=resamples, seed=rank_seed(seed, b.name), where=where)
+    observed = rank_rows(table.mean(axis=0)[None, :])[0]
+    order = sorted(range(len(given)), key=lambda j: (observed[j], -headline[given[j]].mean, j))
+    models = [given[j] for j in order]
+    reps, observed = reps[:, order], observed[order]
+    ranks = rank_distribution(models, list(observed), reps, level=level)
+    pairs = _pairs(b, models, level, resamples, seed)
+    scores = tuple(headline[m] for m in models)
+    digits = _digits(b)
+    return BenchmarkBoard(
+        name=b.name,
+        metric=b.metric,
+        models=tuple(models),
+        scores=scores,
+        pairs=pairs,
+        ranks=tuple(ranks),
+        rank_items=len(common),
+        rank_clusters=None if labels is None else len(set(labels)),
+        judge=judge_stability(b.judge_runs, models, where=where),
+        verdict=verdict(models, pairs, level, digits),
+        scale=b.scale,
+        ci_method="bootstrap over patients (a patient's items together)"
+        if b.clusters is not None
+        else "bootstrap over items",
+        digits=digits,
+        replicates=reps,
+    )
+
+
+# --- overall -------------------------------------------------------------------------------------
+
+
+def _overall(boards: Sequence[BenchmarkBoard], level: float, resamples: int) -> tuple[OverallRank, ...]:
+    models = list(dict.fromkeys(m for b in boards for m in b.models))
+    point = np.zeros(len(models))
+    joint = np.zeros((resamples, len(models)))
+    per_model: list[dict[str, float]] = []
+    for j, m in enumerate(models):
+        own = [(b, b.models.index(m)) for b in boards if m in b.models]
+        per_model.append({b.name: b.ranks[k].rank for b, k in own})
+        point[j] = np.mean([b.ranks[k].rank for b, k in own])
+        joint[:, j] = np.mean([b.replicates[:, k] for b, k in own], axis=0)
+    observed = rank_rows(point[None, :], higher_is_better=False)[0]
+    positions = rank_rows(joint, higher_is_better=False)
+    order = sorted(range(len(models)), key=lambda j: (observed[j], point[j], j))
+    dist = rank_distribution(
+        [models[j] for j in order], list(observed[order]), positions[:, order], level=level
+    )
+    return tuple(
+        OverallRank(models[j], float(point[j]), per_model[j], d) for j, d in zip(order, dist, strict=True)
+    )
+
+
+def _win_rates(
+    boards: Sequence[BenchmarkBoard], models: Sequence[str]
+) -> tuple[tuple[tuple[float | None, ...], ...], tuple[tuple[int, ...], ...]]:
+    """Share of shared benchmarks where the row's mean beats the column's on the items both answered
+    (a tie counts one half), and how many benchmarks the two share."""
+    k = len(models)
+    wins = np.zeros((k, k))
+    shared = np.zeros((k, k), dtype=np.int64)
+    index = {m: j for j, m in enumerate(models)}
+    for b in boards:
+        for p in b.pairs:
+            i, j = index[p.a], index[p.b]
+            d = round(p.mean_difference, 12)
+            wins[i, j] += 1.0 if d > 0 else 0.5 if d == 0 else 0.0
+            wins[j, i] += 1.0 if d < 0 else 0.5 if d == 0 else 0.0
+            shared[i, j] += 1
+            shared[j, i] += 1
+    rates = tuple(
+        tuple(None if i == j or shared[i, j] == 0 else float(wins[i, j] / shared[i, j]) for j in range(k))
+        for i in range(k)
+    )
+    return rates, tuple(tuple(int(v) for v in row) for row in shared)
+
+
+def build_leaderboard(
+    benchmarks: Sequence[BenchmarkScores], *, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> Leaderboard:
+    """Every benchmark's board and the overall ranking (see the module docstring).
+
+    Seeded and deterministic: the same scores and seed give the same board on every machine. Bad
+    input (no benchmark, a duplicate name, a model without a scored item, clusters with one patient)
+    is one UserError naming the benchmark and model."""
+    lvl = check_level(level)
+    reps = positive_int(resamples, "resamples")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise UserError(f"seed must be an integer, got {seed!r}")
+    if not benchmarks:
+        raise UserError("no benchmark scores given; a leaderboard needs at least one benchmark")
+    names = [b.name for b in benchmarks]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise UserError(f"benchmark name(s) {dup} given twice; each benchmark appears once on a leaderboard")
+    boards = tuple(_benchmark(b, lvl, reps, seed) for b in benchmarks)
+    overall = _overall(boards, lvl, reps)
+    rates, counts = _win_rates(boards, [o.model for o in overall])
+    return Leaderboard(boards, overall, rates, counts, lvl, reps, seed)
