@@ -113,7 +113,8 @@ def run(
 
     Exit status: 0 done; 2 a mistake in the suite file or its data (nothing asked, nothing
     written); 3 finished, but cells or items failed (listed at the end; run again to retry them)."""
-    _run(_read(suite_file), out, overwrite=overwrite, progress=progress)
+    if not _run(_read(suite_file), out, overwrite=overwrite, progress=progress):
+        raise typer.Exit(EXIT_FAILED_ITEMS)
 
 
 def _run(suite: Suite, out: Path, *, overwrite: bool, progress: bool, keep: Sequence[str] = ()) -> bool:

@@ -1,0 +1,165 @@
+"""``clinieval suite plan|run|report`` end to end against a real local server that counts requests
+(issue 29, items 1 and 4): the plan's calls are the calls made; a bad model spec or data folder
+stops the suite before any call; a rerun asks nothing again, an added model just runs, a changed
+setting is refused (``--overwrite`` runs that cell again); a failing cell is recorded and the rest
+run; the manifest records code, data hashes and settings; the report asks no model.
+
+The models are a FaultServer on 127.0.0.1 (the suite cannot tell it from any OpenAI-compatible
+server) and the commands run as a user runs them, through the installed ``clinieval``. About 25 s
+on 2 cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import missing, run_cli
+from tests.fault_server import FaultServer
+from tests.suite_helpers import asked, pubmedqa_folder, reply, suite_text
+
+
+@pytest.fixture
+def server() -> FaultServer:
+    with FaultServer(responder=reply) as s:
+        yield s  # type: ignore[misc]
+
+
+def _suite(tmp_path: Path, text: str) -> Path:
+    if not (tmp_path / "pqa").exists():
+        pubmedqa_folder(tmp_path / "pqa")
+    path = tmp_path / "suite.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _planned_calls(path: Path, out: Path | None = None) -> int:
+    args = ["suite", "plan", str(path)] + (["--out", str(out)] if out else [])
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    total = [line for line in done.stdout.splitlines() if "model calls in all" in line]
+    assert len(total) == 1, done.stdout
+    return int(total[0].split(", ")[1].split()[0].replace(",", ""))
+
+
+def _manifest(out: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((out / "suite.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def test_a_suite_asks_what_it_planned_then_nothing_again(server: FaultServer, tmp_path: Path) -> None:
+    path = _suite(tmp_path, suite_text(server.url, ("a", "b"), limit=5))
+    out = tmp_path / "out"
+    planned = _planned_calls(path)
+    assert planned == 10 and not server.log.received  # planning asks nothing
+
+    done = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert len(server.log.received) == planned
+    assert set(asked(server.log.received).values()) == {2}  # each item once per model
+    assert "pubmedqa × a: complete" in done.stderr and "pubmedqa × b: complete" in done.stderr
+
+    manifest = _manifest(out)
+    assert manifest["suite"]["text"] == path.read_text(encoding="utf-8")
+    assert manifest["suite"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert manifest["code"]["clinieval"] and "packages" in manifest["code"]
+    data = manifest["benchmarks"]["pubmedqa"]["data"]
+    ori = str(tmp_path / "pqa" / "ori_pqal.json")
+    assert data[ori] == hashlib.sha256(Path(ori).read_bytes()).hexdigest()
+    for model in ("a", "b"):
+        cell = manifest["cells"][f"pubmedqa/{model}"]
+        assert cell["status"] == "complete" and cell["planned_calls"] == 5 and cell["wall_s"] > 0
+        assert cell["settings"]["limit"] == 5 and cell["settings"]["seed"] == 3
+        assert len((out / "pubmedqa" / model / "samples.jsonl").read_text().splitlines()) == 5
+
+    again = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert len(server.log.received) == planned  # nothing asked again
+    assert "0 cells run, 2 already complete" in again.stderr
+    plan_now = run_cli("suite", "plan", str(path), "--out", str(out))
+    assert "0 still to ask" in plan_now.stdout and "complete" in plan_now.stdout
+
+    # an added model runs alone; a changed setting is refused before anything is asked
+    _suite(tmp_path, suite_text(server.url, ("a", "b", "c"), limit=5))
+    assert _planned_calls(path) == 15
+    added = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert added.returncode == 0, added.stderr
+    assert len(server.log.received) == planned + 5
+    assert "1 cells run, 2 already complete" in added.stderr
+
+    _suite(tmp_path, suite_text(server.url, ("a", "b", "c"), limit=6))
+    changed = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert changed.returncode == 2
+    assert changed.stderr.strip().splitlines() == [
+        f"error: {path}: [benchmarks.pubmedqa] × model a: limit was 5, now 6 since it ran into "
+        f"{out / 'pubmedqa' / 'a'}; set it back, use another --out, or pass --overwrite to run this "
+        "cell again with the new settings"
+    ]
+    assert len(server.log.received) == planned + 5
+    assert _manifest(out)["cells"]["pubmedqa/a"]["settings"]["limit"] == 5  # the manifest untouched
+
+    before = len(server.log.received)
+    overwritten = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress", "--overwrite")
+    assert overwritten.returncode == 0, overwritten.stderr
+    assert len(server.log.received) - before == 3 * 6  # every cell asked afresh with the new limit
+
+
+def test_a_bad_model_or_data_folder_stops_the_suite_before_any_call(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    bad_spec = suite_text(server.url, ("a",)) + ""
+    bad_spec = bad_spec.replace("[endpoints]", 'z = "openai:http://127.0.0.1:9/v1"\n\n[endpoints]')
+    for text, message in (
+        (bad_spec, "[models] z: model spec 'openai:http://127.0.0.1:9/v1': expected URL@model-name"),
+        (suite_text(server.url, ("a",)).replace('"pqa"', '"nowhere"'), "[benchmarks.pubmedqa] data: "),
+    ):
+        path = _suite(tmp_path, text)
+        done = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+        assert done.returncode == 2
+        assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
+        assert not out.exists()
+    assert not server.log.received
+
+
+def test_a_failing_cell_is_recorded_and_the_others_run(server: FaultServer, tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    text = suite_text(server.url, ("a", "b"), limit=4)
+    dead = f"openai:http://127.0.0.1:{free_port()}/v1@fault"  # nothing listens there
+    text = text.replace(f'a = "openai:{server.url}@fault"', f'a = "{dead}"')
+    path = _suite(tmp_path, text)
+    out = tmp_path / "out"
+    done = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert done.returncode == 3, done.stderr
+    assert "1 cells run, 0 already complete, 1 failed" in done.stderr
+    assert "failed: pubmedqa × a: " in done.stderr
+    cells = _manifest(out)["cells"]
+    assert cells["pubmedqa/a"]["status"] == "failed" and "127.0.0.1" in cells["pubmedqa/a"]["error"]
+    assert cells["pubmedqa/b"]["status"] == "complete"
+    assert len(server.log.received) == 4  # b ran in full
+
+
+def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer, tmp_path: Path) -> None:
+    try:
+        import clinieval.analysis.leaderboard
+        import clinieval.suite.leaderboard  # noqa: F401
+    except ImportError:
+        missing("the leaderboard (clinieval.suite.leaderboard) is not in this tree yet")
+    path = _suite(tmp_path, suite_text(server.url, ("a", "b"), limit=6))
+    out = tmp_path / "out"
+    assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 0
+    asked_before = len(server.log.received)
+    done = run_cli("suite", "report", str(out))
+    assert done.returncode == 0, done.stderr
+    assert len(server.log.received) == asked_before  # the report asks no model
+    report = out / "report"
+    board = json.loads((report / "leaderboard.json").read_text(encoding="utf-8"))
+    assert "pubmedqa" in json.dumps(board)
+    assert (report / "leaderboard.html").is_file() and (report / "leaderboard.md").is_file()
+    assert (report / "pubmedqa" / "report.html").is_file()
+    assert (report / "view" / "pubmedqa" / "index.html").is_file()
+    page = (report / "leaderboard.html").read_text(encoding="utf-8")
+    assert 'href="pubmedqa/report.html"' in page and 'href="view/pubmedqa/index.html"' in page
