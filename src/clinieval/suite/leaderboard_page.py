@@ -1,0 +1,279 @@
+"""The leaderboard as a report-layer :class:`~clinieval.report.Document`, built from its JSON.
+
+Every number on the page is read from ``leaderboard.json`` (the dict :func:`page` receives), never
+recomputed, so the page and the JSON cannot disagree; the Chromium test reads the page back and
+checks each number against the JSON. Names and notes are plain text here: the report layer escapes
+them. Links are relative paths (checked by :class:`~clinieval.report.Link`): each score links to
+the benchmark's own report and an "items" cell to its per-item results browser; a benchmark
+without one shows plain text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from clinieval.analysis.leaderboard_words import format_number
+from clinieval.fsutil import slug
+from clinieval.report import Block, BulletList, Document, Link, Paragraph, Raw, Section, Strong, Table
+from clinieval.report.document import Cell
+from clinieval.report.heatmap import heatmap_svg, matrix_table
+from clinieval.suite.leaderboard_figures import forest_svg, rank_strip_svg
+
+JSON = dict[str, Any]
+NO_LINK = "—"
+
+
+def anchor(benchmark: str) -> str:
+    """The HTML id of a benchmark's section (the overall table links its ranks there)."""
+    return "bench-" + slug(benchmark)
+
+
+def rank_text(value: float) -> str:
+    """A rank as shown: 2, or 1.5 for a tie (ranks are whole or halves, so no rounding is hidden)."""
+    return f"{value:g}"
+
+
+def interval_text(pair: Sequence[float], digits: int | None = None) -> str:
+    if digits is None:
+        return f"[{rank_text(pair[0])}, {rank_text(pair[1])}]"
+    return f"[{format_number(pair[0], digits)}, {format_number(pair[1], digits)}]"
+
+
+def percent(p: float) -> str:
+    return f"{100 * p:.1f}%"
+
+
+def p_text(p: float) -> str:
+    return f"{p:.3g}"
+
+
+def _linked(text: str, href: str | None) -> Cell:
+    return Link(text, href) if href else text
+
+
+def _links_line(name: str, links: Mapping[str, str | None]) -> Paragraph:
+    parts: list[str | Link] = []
+    if links.get("report"):
+        parts += [Link(f"{name}: its own report", str(links["report"]))]
+    if links.get("view"):
+        parts += [" · " if parts else "", Link("every answer in the results browser", str(links["view"]))]
+    if not parts:
+        parts = ["This benchmark has no report or results browser to link."]
+    return Paragraph(parts, "note")
+
+
+def _scores_table(b: JSON, links: Mapping[str, str | None]) -> Table:
+    d = b["digits"]
+    ranks = {r["model"]: r for r in b["ranks"]}
+    rows: list[list[Cell]] = []
+    for s in b["scores"]:
+        r = ranks[s["model"]]
+        rows.append(
+            [
+                s["model"],
+                _linked(format_number(s["mean"], d), links.get("report")),
+                interval_text(s["ci"], d),
+                str(s["n"]),
+                str(s["failed"]),
+                rank_text(r["rank"]),
+                rank_text(r["median"]),
+                interval_text(r["interval"]),
+                _linked("items", links.get("view")) if links.get("view") else NO_LINK,
+            ]
+        )
+    level = b["level_percent"]
+    header = [
+        "Model",
+        "Mean",
+        f"{level}% CI",
+        "n",
+        "Failed",
+        "Rank",
+        "Median rank",
+        f"{level}% rank interval",
+    ]
+    return Table([*header, "Answers"], rows)
+
+
+def _probability_table(models: Sequence[str], ranks: Sequence[JSON]) -> Table:
+    by = {r["model"]: r for r in ranks}
+    k = len(models)
+    return Table(
+        ["Model", *(f"P(rank {r})" for r in range(1, k + 1))],
+        [[m, *(percent(p) for p in by[m]["probabilities"])] for m in models],
+    )
+
+
+def _pairs_table(b: JSON) -> Table:
+    d = b["digits"]
+    rows: list[list[Cell]] = [
+        [
+            p["a"],
+            p["b"],
+            str(p["n"]),
+            format_number(p["mean_difference"], d),
+            interval_text(p["ci"], d),
+            p_text(p["p"]),
+            p_text(p["p_holm"]),
+            "yes" if p["significant"] else "no",
+        ]
+        for p in b["pairs"]
+    ]
+    level = b["level_percent"]
+    header = ["A", "B", "n", "A − B", f"{level}% CI", "p", "Holm p", f"Significant at {b['alpha']:g}"]
+    return Table(header, rows)
+
+
+def _judge_blocks(j: JSON) -> list[Block]:
+    k = len(j["models"])
+    rows: list[list[Cell]] = [
+        [
+            m,
+            rank_text(j["gold_ranks"][m]),
+            rank_text(j["per_model"][m]),
+            *(str(c) for c in j["rank_counts"][m]),
+            ", ".join(rank_text(row[i]) for row in j["ranks"]),
+        ]
+        for i, m in enumerate(j["models"])
+    ]
+    blocks: list[Block] = [
+        Paragraph(
+            f"The judge scored every answer {j['repeats']} times. Ranked within each repeat (ties share the"
+            f" best rank), the models' ranks move by {rank_text(j['instability'])} in all: EHRNoteQA's"
+            " instability, the sum over models and repeats of |rank − the model's most frequent rank|"
+            " (0: every repeat gave the same order)."
+        ),
+        Table(
+            [
+                "Model",
+                "Most frequent rank",
+                "Instability",
+                *(f"Repeats at rank {r}" for r in range(1, k + 1)),
+                "Rank in each repeat",
+            ],
+            rows,
+        ),
+    ]
+    if j["without"]:
+        blocks.append(Paragraph(f"Without judge repeats: {', '.join(j['without'])}.", "note"))
+    return blocks
+
+
+def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section:
+    models = b["models"]
+    level = b["level_percent"]
+    scores = {s["model"]: s for s in b["scores"]}
+    ranks = {r["model"]: r for r in b["ranks"]}
+    figures = forest_svg(
+        f"{b['name']}: mean {b['metric']} with {level}% CI",
+        models,
+        [scores[m]["mean"] for m in models],
+        [tuple(scores[m]["ci"]) for m in models],
+        b["digits"],
+        tuple(b["scale"]) if b["scale"] else None,
+    ) + rank_strip_svg(
+        f"{b['name']}: how often each model holds each rank",
+        models,
+        [ranks[m]["probabilities"] for m in models],
+    )
+    where = f"{b['rank_items']} items every model answered" + (
+        f" ({b['rank_clusters']} patients, resampled whole)" if b["clustered"] else ""
+    )
+    blocks: list[Block] = [
+        _links_line(b["name"], links),
+        Paragraph([Strong(b["verdict"])]),
+        _scores_table(b, links),
+        Paragraph(
+            f"Mean over the items each model answered; {level}% CI by {b['ci_method']}. Failed: items whose"
+            f" model call failed, left out (never scored 0). Ranks: on the {where}, rank 1 = best, ties"
+            f" share the average rank; the median and {level}% interval come from {board['resamples']}"
+            " bootstrap replicates.",
+            "note",
+        ),
+        Raw(f'<div class="figures">{figures}</div>', "The figures show the numbers of the tables."),
+        _probability_table(models, b["ranks"]),
+    ]
+    if b["pairs"]:
+        note = (
+            f"Test: {b['pair_test']}. Holm's step-down adjustment over this benchmark's {len(b['pairs'])}"
+            f" pairs controls the chance of any false claim at {b['alpha']:g}; the CIs are not adjusted."
+        )
+        blocks.append(Section("Pairwise differences", [_pairs_table(b), Paragraph(note, "note")]))
+    if b["judge"]:
+        blocks.append(Section("Judge-run rank stability", _judge_blocks(b["judge"])))
+    return Section(f"{b['name']} — {b['metric']}", blocks, anchor(b["name"]))
+
+
+def _overall(board: JSON) -> Section:
+    o = board["overall"]
+    names = [b["name"] for b in board["benchmarks"]]
+    models = [m["model"] for m in o["models"]]
+    k = len(models)
+    level = board["level_percent"]
+    rows: list[list[Cell]] = [
+        [
+            m["model"],
+            format_number(m["mean_rank"], 2),
+            rank_text(m["rank"]),
+            rank_text(m["median"]),
+            interval_text(m["interval"]),
+            *(percent(p) for p in m["probabilities"]),
+            *(Link(rank_text(m["ranks"][n]), "#" + anchor(n)) if n in m["ranks"] else NO_LINK for n in names),
+        ]
+        for m in o["models"]
+    ]
+    header = ["Model", "Mean rank", "Overall rank", "Median", f"{level}% rank interval"]
+    header += [f"P(rank {r})" for r in range(1, k + 1)] + [f"Rank on {n}" for n in names]
+    blocks: list[Block] = [
+        Paragraph(o["aggregation"]),
+        BulletList(o["caveats"]),
+        Table(header, rows),
+        Raw(
+            '<div class="figures">'
+            + rank_strip_svg(
+                "Overall: how often each model holds each overall rank",
+                models,
+                [m["probabilities"] for m in o["models"]],
+            )
+            + "</div>",
+            "The figure shows the rank probabilities of the table.",
+        ),
+    ]
+    w = o["win_rates"]
+    if len(w["models"]) > 1:
+        title = (
+            "Win rate: share of the benchmarks both have where the row's mean beats the column's (a tie: ½)"
+        )
+        blocks += [
+            Paragraph(
+                "Win rates count benchmarks, not items, and ignore significance: a hair's win counts whole.",
+                "note",
+            ),
+            Raw(
+                f'<div class="figures">{heatmap_svg(title, w)}</div>',
+                [Paragraph(title + ":"), matrix_table(w)],
+            ),
+        ]
+    return Section("Overall ranking", blocks, "overall")
+
+
+def page(
+    board: JSON, links: Mapping[str, Mapping[str, str | None]], title: str, notes: Sequence[str]
+) -> Document:
+    """The leaderboard document from ``board`` (leaderboard.json) and each benchmark's link targets."""
+    level = f"{board['level'] * 100:g}"
+    board = {**board, "level_percent": level}
+    benches = [
+        {**b, "level_percent": level, "alpha": board["alpha"]} for b in board["benchmarks"]
+    ]  # the level is the board's; each section reads it from its own dict
+    intro = Paragraph(
+        f"Each score is a mean with its {level}% confidence interval; pairwise differences are tested"
+        f" with Holm's correction; rank intervals say how often each model holds each rank when the"
+        f" items are drawn again ({board['resamples']} bootstrap replicates, seed {board['seed']})."
+        " Every number here is in leaderboard.json beside this page.",
+        "note",
+    )
+    blocks: list[Block] = [intro, _overall(board)]
+    blocks += [_benchmark(b, links.get(b["name"], {}), board) for b in benches]
+    return Document(title, blocks, warnings=list(notes))
