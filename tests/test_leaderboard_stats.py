@@ -355,6 +355,8 @@ TWO = {"i0": 1.0, "i1": 0.0}
     ("bench", "message"),
     [
         (mk({"x": ONE, "y": {}}, failed={"y": 4}), r"'y' has no scored item \(4 failed\)"),
+        (mk({"x": ONE}, failed={"y": 2}), r"'y' has no scored item \(2 failed\)"),
+        (mk({"x": ONE}, failed={"x": -1}), "whole number >= 0"),
         (mk({"x": TWO}, clusters={"i0": "p", "i1": "p"}), "from 1 patient"),
         (mk({"x": TWO}, clusters={"i0": "p"}), "'i1' has no patient"),
         (mk({"x": {"i0": math.nan}}), "not a finite number"),

@@ -23,6 +23,7 @@ Pure statistics: no I/O. :mod:`clinieval.suite.leaderboard` renders the result.
 from __future__ import annotations
 
 import math
+import numbers
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -263,7 +264,7 @@ def _check_scores(b: BenchmarkScores) -> None:
                 f"{where}: model {model!r} has no scored item ({b.failed.get(model, 0)} failed); rerun its"
                 " failed items or leave the model out of this benchmark"
             )
-        bad = [i for i, v in items.items() if not (isinstance(v, int | float) and math.isfinite(v))]
+        bad = [i for i, v in items.items() if not (isinstance(v, numbers.Real) and math.isfinite(v))]
         if bad:
             raise UserError(
                 f"{where}: model {model!r} has a score that is not a finite number on item {bad[0]!r}"
@@ -272,6 +273,12 @@ def _check_scores(b: BenchmarkScores) -> None:
             lost = [i for i in items if i not in b.clusters]
             if lost:
                 raise UserError(f"{where}: item {lost[0]!r} has no patient in clusters; give every item one")
+    gone = [m for m in b.failed if m not in b.scores]
+    if gone:
+        raise UserError(
+            f"{where}: model {gone[0]!r} has no scored item ({b.failed[gone[0]]} failed); rerun its failed"
+            " items or leave the model out of this benchmark"
+        )
     for model, n in b.failed.items():
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise UserError(f"{where}: failed count of {model!r} must be a whole number >= 0, got {n!r}")

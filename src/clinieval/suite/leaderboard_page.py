@@ -264,9 +264,8 @@ def page(
     """The leaderboard document from ``board`` (leaderboard.json) and each benchmark's link targets."""
     level = f"{board['level'] * 100:g}"
     board = {**board, "level_percent": level}
-    benches = [
-        {**b, "level_percent": level, "alpha": board["alpha"]} for b in board["benchmarks"]
-    ]  # the level is the board's; each section reads it from its own dict
+    # the level and alpha are the board's; each benchmark's section reads them from its own dict
+    benches = [{**b, "level_percent": level, "alpha": board["alpha"]} for b in board["benchmarks"]]
     intro = Paragraph(
         f"Each score is a mean with its {level}% confidence interval; pairwise differences are tested"
         f" with Holm's correction; rank intervals say how often each model holds each rank when the"
