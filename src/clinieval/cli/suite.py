@@ -187,6 +187,15 @@ def demo(
         raise typer.Exit(EXIT_FAILED_ITEMS)
 
 
+def _inside(value: Any, out: Path) -> Any:
+    """A path a part returned, as a Path when it lies under ``out`` (the suite file then names it
+    relative to its own folder, so the demo folder can move)."""
+    if isinstance(value, str | Path) and Path(value).is_absolute():
+        if Path(value).resolve().is_relative_to(out.resolve()):
+            return Path(value)
+    return value
+
+
 def write_demo_suite(out: Path, specs: Sequence[str], seed: int) -> Path:
     """Each suite part's synthetic data under ``out/data/<benchmark>`` and ``out/suite.toml`` naming
     them, ``specs`` and the embedded SmolLM2 as judge."""
@@ -197,8 +206,8 @@ def write_demo_suite(out: Path, specs: Sequence[str], seed: int) -> Path:
 
     tables: dict[str, Mapping[str, Any]] = {}
     for part in suite_parts():
-        folder = out / "data" / part.name
-        tables[part.name] = part.synthetic(folder, seed)
+        folder = (out / "data" / part.name).resolve()
+        tables[part.name] = {k: _inside(v, out) for k, v in part.synthetic(folder, seed).items()}
     names: dict[str, str] = {}
     for spec in specs:
         name = slug(model_short_name(spec))

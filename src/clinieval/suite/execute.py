@@ -113,7 +113,7 @@ def run_suite(
     outcomes = [CellOutcome(c.label, "skipped") for c in planned.cells if c not in todo]
     try:
         for c in todo:
-            view.start(c.label, c.calls)
+            view.start(c.label, c.calls, c.cell.out)
             outcome = _run_cell(c, manifest)
             view.finish(c.label, c.calls, outcome.status, outcome.seconds)
             outcomes.append(outcome)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from clinieval.task import Task
 
 METRIC = "accuracy (yes/no/maybe read from the answer)"
-SYNTHETIC_LIMIT = 20
+SYNTHETIC_LIMIT = 10
 """How many questions the demo asks each model (PubMedQA has no synthetic set: its own data)."""
 
 
