@@ -13,7 +13,6 @@ errors. A model named ``<script>alert(1)</script>`` stays text in every format.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,16 +26,10 @@ from clinieval.analysis.leaderboard import BenchmarkScores, build_leaderboard
 from clinieval.errors import UserError
 from clinieval.suite.leaderboard import BenchmarkLinks, write_leaderboard
 
-try:
-    import playwright.sync_api  # noqa: F401
-except ImportError:  # the browser fixture says how to install it; CI must have it
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("playwright is not installed in the virtualenv (`make install`)", allow_module_level=True)
-
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
+# the browser fixtures skip without Chromium or Playwright, and fail instead under CI=true
 pytest_plugins = ["tests.browser"]
 
 MODELS = ("SmolLM2-135M", "Gemma-3-270M", "pool:gemma-3-270m×2")
