@@ -359,6 +359,10 @@ TWO = {"i0": 1.0, "i1": 0.0}
         (mk({"x": ONE}, failed={"x": -1}), "whole number >= 0"),
         (mk({"x": TWO}, clusters={"i0": "p", "i1": "p"}), "from 1 patient"),
         (mk({"x": TWO}, clusters={"i0": "p"}), "'i1' has no patient"),
+        (
+            mk({"x": TWO, "y": {"i0": 1.0, "i2": 0.0}}, clusters={"i0": "p", "i1": "q", "i2": "r"}),
+            "items every model answered come from 1 patient",
+        ),
         (mk({"x": {"i0": math.nan}}), "not a finite number"),
         (mk({}), "no model has scores"),
         (mk({"x": ONE, "y": {"i1": 1.0}}), "no item was answered by every model"),

@@ -315,7 +315,7 @@ def _headline(b: BenchmarkScores, model: str, level: float, resamples: int, seed
         if groups < 2:
             raise UserError(
                 f"{where}: its {len(items)} scored item(s) come from 1 patient; a CI clustered by patient"
-                " needs items from at least 2"
+                " needs items from at least 2 (evaluate more items: raise the limit)"
             )
         ci = cluster_bootstrap_ci(values, labels, level=level, resamples=resamples, seed=seed)
     return ModelScore(model, float(np.mean(values)), ci, len(values), int(b.failed.get(model, 0)), groups)
@@ -325,10 +325,14 @@ def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed
     common = [i for i in b.scores[x] if i in b.scores[y]]
     where = f"benchmark {b.name!r}: {x!r} vs {y!r}"
     if len(common) < 2:
-        raise UserError(f"{where}: {len(common)} item(s) answered by both; a paired comparison needs 2")
+        raise UserError(
+            f"{where}: {len(common)} item(s) answered by both; a paired comparison needs 2 (raise the limit)"
+        )
     labels = None if b.clusters is None else [b.clusters[i] for i in common]
     if labels is not None and len(set(labels)) < 2:
-        raise UserError(f"{where}: the items both answered come from 1 patient; a clustered test needs 2")
+        raise UserError(
+            f"{where}: the items both answered come from 1 patient; a clustered test needs 2 (raise limit)"
+        )
     result = paired_bootstrap(
         [b.scores[x][i] for i in common],
         [b.scores[y][i] for i in common],

@@ -70,7 +70,7 @@ def _codes(clusters: Sequence[Hashable] | None, n: int, where: str) -> tuple[NDA
     if len(index) < 2:
         raise UserError(
             f"{where}: the items every model answered come from {len(index)} patient; ranks resampled by"
-            " patient need at least 2 patients"
+            " patient need at least 2 patients (evaluate more items: raise the limit)"
         )
     return codes, len(index)
 
