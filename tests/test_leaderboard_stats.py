@@ -17,7 +17,7 @@ import pytest
 
 from clinieval.analysis.leaderboard import BenchmarkScores, build_leaderboard, rank_seed
 from clinieval.analysis.leaderboard_ranks import bootstrap_ranks, rank_distribution, rank_rows
-from clinieval.analysis.leaderboard_words import format_number, verdict
+from clinieval.analysis.leaderboard_words import format_number, format_percent, verdict
 from clinieval.analysis.uncertainty import bonferroni, cluster_bootstrap_ci, holm, paired_bootstrap
 from clinieval.errors import UserError
 
@@ -330,6 +330,11 @@ def test_plain_words_never_claim_an_order_the_tests_do_not_support() -> None:
         verdict(["solo"], [], 0.95) == "Only solo was scored on this benchmark: there is nothing to compare."
     )
     assert format_number(-0.0001, 2) == "0.00" and format_number(-0.5, 1) == "−0.5"
+    # a share is shown as 0% or 100% only when it is exactly that
+    assert [format_percent(p) for p in (0.0, 0.0004, 0.0005, 0.5, 0.9996, 1.0)] == [
+        "0.0%", "<0.1%", "0.1%", "50.0%", ">99.9%", "100.0%"
+    ]  # fmt: skip
+    assert [format_percent(p, 0) for p in (0.004, 0.996, 0.42)] == ["<1%", ">99%", "42%"]
 
 
 # --- edges: one model, and one clear error each ----------------------------------------------------

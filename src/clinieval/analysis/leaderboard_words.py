@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Protocol
 
-__all__ = ["format_number", "verdict"]
+__all__ = ["format_number", "format_percent", "verdict"]
 
 MINUS = "\u2212"
 
@@ -38,6 +38,18 @@ def format_number(value: float, digits: int) -> str:
     if text.lstrip("-").strip("0.") == "":
         text = text.lstrip("-")
     return text.replace("-", MINUS)
+
+
+def format_percent(p: float, digits: int = 1) -> str:
+    """A probability as a percentage; never rounded to 0% or 100% unless it is exactly that (a model
+    that lost rank 1 in a few replicates out of 2000 shows ">99.9%", not "100.0%")."""
+    text = f"{100 * p:.{digits}f}"
+    floor = 10.0**-digits
+    if p > 0 and float(text) == 0:
+        return f"<{floor:.{digits}f}%" if digits else "<1%"
+    if p < 1 and float(text) == 100:
+        return f">{100 - floor:.{digits}f}%" if digits else ">99%"
+    return text + "%"
 
 
 def _names(names: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clinieval.analysis.leaderboard_words import format_number
+from clinieval.analysis.leaderboard_words import format_number, format_percent
 from clinieval.report.render import html_escape as _e
 from clinieval.report.svgtext import block_width, lines_height, multiline_text, text_width, wrap
 
@@ -137,7 +137,7 @@ def rank_strip_svg(title: str, models: Sequence[str], probabilities: Sequence[Se
                 f"<g><title>{_e(f'{name}: rank {r + 1} in {100 * p:.1f}% of replicates')}</title>"
                 f'<rect x="{cx:.1f}" y="{y:.1f}" width="{CELL_W}" height="{h:.1f}" fill="{fill}" '
                 f'stroke="#ccc"/><text x="{cx + CELL_W / 2:.1f}" y="{y + h / 2 + 0.35 * FONT:.1f}" '
-                f'font-size="{FONT}" text-anchor="middle" fill="{ink}">{100 * p:.0f}%</text></g>'
+                f'font-size="{FONT}" text-anchor="middle" fill="{ink}">{_e(format_percent(p, 0))}</text></g>'
             )
         y += h
     return _svg("rank-strip", title, left + k * CELL_W + PAD, y + PAD, parts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clinieval.analysis.leaderboard_words import format_number
+from clinieval.analysis.leaderboard_words import format_number, format_percent
 from clinieval.fsutil import slug
 from clinieval.report import Block, BulletList, Document, Link, Paragraph, Raw, Section, Strong, Table
 from clinieval.report.document import Cell
@@ -41,7 +41,7 @@ def interval_text(pair: Sequence[float], digits: int | None = None) -> str:
 
 
 def percent(p: float) -> str:
-    return f"{100 * p:.1f}%"
+    return format_percent(p, 1)
 
 
 def p_text(p: float) -> str:
@@ -195,9 +195,10 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
         _probability_table(models, b["ranks"]),
     ]
     if b["pairs"]:
+        count = "its one pair" if len(b["pairs"]) == 1 else f"this benchmark's {len(b['pairs'])} pairs"
         note = (
-            f"Test: {b['pair_test']}. Holm's step-down adjustment over this benchmark's {len(b['pairs'])}"
-            f" pairs controls the chance of any false claim at {b['alpha']:g}; the CIs are not adjusted."
+            f"Test: {b['pair_test']}. Holm's step-down adjustment over {count} controls the chance of any"
+            f" false claim at {b['alpha']:g}; the CIs are not adjusted."
         )
         blocks.append(Section("Pairwise differences", [_pairs_table(b), Paragraph(note, "note")]))
     if b["judge"]:
