@@ -24,7 +24,7 @@ from tests.suite_helpers import asked, item_of, pubmedqa_folder, reply, suite_te
 
 KILLS = 5
 CONCURRENCY = 2
-ITEMS = 24
+ITEMS = 36
 
 
 def _recorded(out: Path) -> Counter[str]:
@@ -43,7 +43,7 @@ def test_a_suite_killed_at_seeded_moments_finishes_without_asking_again(tmp_path
     path.write_text(suite_text("URL", ("a", "b"), limit=ITEMS), encoding="utf-8")
     out = tmp_path / "out"
     marks: list[tuple[int, Counter[str]]] = []
-    with FaultServer(responder=reply, delay_s=0.03) as server:
+    with FaultServer(responder=reply, delay_s=0.05) as server:
         path.write_text(suite_text(server.url, ("a", "b"), limit=ITEMS), encoding="utf-8")
         cmd = [str(BIN / "clinieval"), "suite", "run", str(path), "--out", str(out), "--no-progress"]
         loop = kill_loop(
@@ -52,7 +52,7 @@ def test_a_suite_killed_at_seeded_moments_finishes_without_asking_again(tmp_path
             kills=KILLS,
             seed=29,
             log=tmp_path / "stderr.log",
-            after_request=(0.0, 0.8),
+            after_request=(0.0, 0.5),
             startup=(0.3, 2.0),
             after_kill=lambda: marks.append((len(server.log.received), _recorded(out))),
         )
