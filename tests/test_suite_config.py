@@ -163,7 +163,7 @@ def test_the_published_schema_is_the_generated_one() -> None:
     """docs/suite.schema.json is `clinieval suite schema`'s output; regenerate it with
     `clinieval suite schema > docs/suite.schema.json` when a benchmark's options change."""
     from clinieval.cli.suite import schema_text, suite_parts
-    from clinieval.suite.config import published_schema
+    from clinieval.suite.layout import published_schema
 
     generated = schema_text(published_schema(suite_parts()))
     assert SCHEMA_FILE.read_text(encoding="utf-8") == generated
@@ -210,7 +210,7 @@ def test_endpoint_keys_are_the_command_lines_endpoint_options() -> None:
     import dataclasses
 
     from clinieval.cli_commands import Endpoints
-    from clinieval.suite.config import EndpointSettings
+    from clinieval.suite.layout import EndpointSettings
 
     ours = [f.name for f in dataclasses.fields(EndpointSettings)]
     assert ours == [f.name for f in dataclasses.fields(Endpoints)]

@@ -20,7 +20,8 @@ from clinieval.errors import EXIT_FAILED_ITEMS
 
 if TYPE_CHECKING:
     from clinieval.models.spec import BackendOptions
-    from clinieval.suite.config import EndpointSettings, Suite
+    from clinieval.suite.config import Suite
+    from clinieval.suite.layout import EndpointSettings
     from clinieval.suite.part import SuitePart
 
 app = command_group(
@@ -74,7 +75,7 @@ def _read(path: Path) -> Suite:
 @app.command()
 def schema() -> None:
     """Print the suite file's JSON Schema (draft 2020-12; docs/suite.schema.json is this output)."""
-    from clinieval.suite.config import published_schema
+    from clinieval.suite.layout import published_schema
 
     typer.echo(schema_text(published_schema(suite_parts())), nl=False)
 
@@ -190,10 +191,8 @@ def demo(
 def _inside(value: Any, out: Path) -> Any:
     """A path a part returned, as a Path when it lies under ``out`` (the suite file then names it
     relative to its own folder, so the demo folder can move)."""
-    if isinstance(value, str | Path) and Path(value).is_absolute():
-        if Path(value).resolve().is_relative_to(out.resolve()):
-            return Path(value)
-    return value
+    inside = isinstance(value, str | Path) and Path(value).is_absolute()
+    return Path(value) if inside and Path(value).resolve().is_relative_to(out.resolve()) else value
 
 
 def write_demo_suite(out: Path, specs: Sequence[str], seed: int) -> Path:

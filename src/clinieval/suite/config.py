@@ -16,59 +16,18 @@ import dataclasses
 import hashlib
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.suite.layout import EndpointSettings, common_keys, suite_schema
 from clinieval.suite.part import Shared, SuiteJudge, SuiteModel, SuitePart
-from clinieval.suite.schema import (
-    COMMON_KEYS,
-    DRAFT,
-    MODEL_NAME,
-    JSONSchema,
-    check,
-    options_schema,
-    published,
-    to_options,
-    where,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointSettings:
-    """The ``[endpoints]`` table: the command line's endpoint options, by the same names
-    (``--n-ctx`` is ``n_ctx``), applied to every model and judge of the suite."""
-
-    n_ctx: int = field(default=4096, metadata={"help": "context window of an embedded model"})
-    timeout: float = field(default=600.0, metadata={"help": "seconds per HTTP request"})
-    retries: int = field(default=4, metadata={"help": "retries on 429/5xx/connection errors"})
-    concurrency: int | None = field(
-        default=None, metadata={"help": "requests in flight (default: the server's slots, or 16)"}
-    )
-    allow_host: tuple[str, ...] = field(
-        default=(), metadata={"help": "non-loopback endpoint hosts a model or judge may be on"}
-    )
-    ca_bundle: Path | None = field(
-        default=None, metadata={"help": "PEM file of CA certificates trusted for https endpoints"}
-    )
-    no_proxy: bool = field(default=False, metadata={"help": "never send requests through HTTPS_PROXY"})
-    executor: Literal["local", "ray"] = field(
-        default="local", metadata={"help": "where model requests are answered: local or ray"}
-    )
-    ray_address: str | None = field(
-        default=None, metadata={"help": 'with executor = "ray": the cluster to join, HEAD:6379'}
-    )
-    ray_workers: int | None = field(
-        default=None, metadata={"help": 'with executor = "ray": how many workers (default: one per node)'}
-    )
-
+from clinieval.suite.schema import check, to_options, where
 
 BackendFor = Callable[[EndpointSettings], BackendOptions]
 """How the command layer turns the ``[endpoints]`` table into the options models are opened with."""
-
-_MINIMA = {"n_ctx": 256, "retries": 0, "concurrency": 1, "ray_workers": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,115 +68,6 @@ class Suite:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-
-_NAME_MODELS = 'name each model under test, e.g. smol = "llamacpp:smollm2-135m-instruct"'
-
-
-def suite_schema(parts: Sequence[SuitePart]) -> JSONSchema:
-    """The JSON Schema of a suite file whose benchmarks are ``parts`` (with the checker's own
-    message keys; :func:`published_schema` leaves them out)."""
-    common = _common_schema()
-    benchmarks = {
-        p.name: {**options_schema(p.options, extra=common), "description": f"{p.name}: {p.metric}"}
-        for p in sorted(parts, key=lambda p: p.name)
-    }
-    endpoints = options_schema(EndpointSettings)
-    for key, minimum in _MINIMA.items():
-        endpoints["properties"][key]["minimum"] = minimum
-    endpoints["properties"]["timeout"]["exclusiveMinimum"] = 0
-    return {
-        "$schema": DRAFT,
-        "title": "clinieval suite file",
-        "description": "Every model over every benchmark: `clinieval suite run SUITE.toml --out DIR` "
-        "(docs/suite.md). Relative paths are read against the suite file's folder.",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["models", "benchmarks"],
-        "requiredText": {
-            "models": f"no [models] table: {_NAME_MODELS}",
-            "benchmarks": "no [benchmarks.NAME] table: name a benchmark, e.g. [benchmarks.pubmedqa]",
-        },
-        "properties": {
-            "title": {"type": "string", "description": "the leaderboard's title"},
-            "seed": {"type": "integer", "default": 0, "description": "seed for shuffles and sampling"},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "at most this many items per benchmark (a benchmark's own limit wins)",
-            },
-            "models": {
-                "type": "object",
-                "description": "the models under test: leaderboard name = model spec (any spec "
-                "`clinieval run --model` takes, endpoint pools included)",
-                "minProperties": 1,
-                "minText": f"no model: {_NAME_MODELS}",
-                "propertyNames": {
-                    "pattern": MODEL_NAME,
-                    "patternText": "is not a usable model name: it names a folder, so use letters, "
-                    "digits, '.', '_' and '-'",
-                },
-                "additionalProperties": {
-                    "type": "string",
-                    "typeText": 'a model spec string such as "openai:http://127.0.0.1:8080/v1@NAME"',
-                },
-            },
-            "judge": {
-                "type": "object",
-                "description": "the judge of the benchmarks that use one",
-                "additionalProperties": False,
-                "required": ["model"],
-                "requiredText": {
-                    "model": 'missing key model: the judge\'s spec, e.g. model = "openai:URL@NAME"'
-                },
-                "properties": {
-                    "model": {"type": "string", "description": "the judge's model spec"},
-                    "repeats": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "default": 1,
-                        "description": "how many times each answer is judged",
-                    },
-                },
-            },
-            "endpoints": {**endpoints, "description": "how models are reached (the CLI's endpoint options)"},
-            "benchmarks": {
-                "type": "object",
-                "description": "one table per benchmark: its options plus limit, judge, judge_repeats",
-                "minProperties": 1,
-                "minText": "no benchmark: add a [benchmarks.NAME] table",
-                "additionalProperties": False,
-                "keyWord": "benchmark",
-                "properties": benchmarks,
-            },
-        },
-    }
-
-
-def published_schema(parts: Sequence[SuitePart]) -> JSONSchema:
-    """The JSON Schema ``clinieval suite schema`` prints (docs/suite.schema.json)."""
-    schema: JSONSchema = published(suite_schema(parts))
-    return schema
-
-
-def _common_schema() -> dict[str, JSONSchema]:
-    return {
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "at most this many items (wins over the suite's)",
-        },
-        "judge": {
-            "type": ["string", "boolean"],
-            "typeText": "a judge model spec, or false for no judge",
-            "description": "this benchmark's judge: a model spec, false for none (default: [judge])",
-        },
-        "judge_repeats": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "how many times the judge reads each answer (default: [judge] repeats)",
-        },
-    }
 
 
 def read_suite(path: Path, parts: Sequence[SuitePart], backend: BackendFor) -> Suite:
@@ -276,7 +126,8 @@ def _in_flight(endpoints: EndpointSettings) -> int | None:
 
 
 def _entry(part: SuitePart, table: Mapping[str, Any], shared: Shared, source: str) -> BenchmarkEntry:
-    own = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+    common = common_keys()
+    own = {k: v for k, v in table.items() if k not in common}
     try:
         options = to_options(part.options, own)
     except (TypeError, ValueError) as e:  # a part's own __post_init__ check

@@ -33,9 +33,6 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 MODEL_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 """A model's name on the leaderboard is also its folder name in the suite's output."""
 
-COMMON_KEYS = ("limit", "judge", "judge_repeats")
-"""Keys every ``[benchmarks.NAME]`` table takes besides the benchmark's own options."""
-
 
 class SchemaError(TypeError):
     """An options dataclass uses a field type a suite file cannot express (a programming error)."""
@@ -142,6 +139,9 @@ def check(value: Any, schema: JSONSchema, source: str) -> None:
     problem = _first_problem(value, schema, ())
     if problem is not None:
         path, message = problem
+        if path and path[-1] == _TABLE:  # about the table itself: a missing or unknown key
+            path = path[:-1]
+            raise UserError(f"{source}: {f'[{_header(path)}] ' if path else ''}{message}")
         raise UserError(f"{source}: {where(path)}{message}")
 
 
@@ -152,7 +152,15 @@ def where(path: Sequence[str]) -> str:
         return ""
     if len(path) == 1:
         return f"{_key(path[0])}: "
-    return f"[{'.'.join(_key(p) for p in path[:-1])}] {_key(path[-1])}: "
+    return f"[{_header(path[:-1])}] {_key(path[-1])}: "
+
+
+def _header(path: Sequence[str]) -> str:
+    return ".".join(_key(p) for p in path)
+
+
+_TABLE = "\0table"
+"""Ends the path of a fault in a table itself (not in one of its values)."""
 
 
 def _key(name: str) -> str:
@@ -175,7 +183,7 @@ def _first_problem(value: Any, schema: JSONSchema, path: tuple[str, ...]) -> Pro
         if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
             return path, f"expected a number above {schema['exclusiveMinimum']}, got {shown(value)}"
     if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
-        return path, f"{shown(value)} {schema.get('patternText', 'has the wrong form')}"
+        return path, str(schema.get("patternText", "has the wrong form"))
     if isinstance(value, list) and "items" in schema:
         for i, item in enumerate(value):
             found = _first_problem(item, schema["items"], path)
@@ -198,7 +206,7 @@ def _table_problem(table: dict[str, Any], schema: JSONSchema, path: tuple[str, .
         if key in properties:
             found = _first_problem(item, properties[key], (*path, key))
         elif extra is False:
-            return path, _unknown_key(key, properties, schema)
+            return (*path, _TABLE), _unknown_key(key, properties, schema)
         elif isinstance(extra, dict):
             found = _first_problem(item, extra, (*path, key))
         else:
@@ -207,9 +215,9 @@ def _table_problem(table: dict[str, Any], schema: JSONSchema, path: tuple[str, .
             return found
     for key in schema.get("required", []):
         if key not in table:
-            return path, schema.get("requiredText", {}).get(key, f"missing key {_key(key)}")
+            return (*path, _TABLE), schema.get("requiredText", {}).get(key, f"missing key {_key(key)}")
     if len(table) < schema.get("minProperties", 0):
-        return path, schema.get("minText", "empty table")
+        return (*path, _TABLE), schema.get("minText", "empty table")
     return None
 
 
