@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from clinieval.judge.catalog import RubricEntry
     from clinieval.review.sources import ReviewSource
+    from clinieval.suite.part import SuitePart
     from clinieval.task import Task
 
 
@@ -64,6 +65,12 @@ class MedAlign(BenchmarkBase):
                 uses_snippets=True,
             ),
         )
+
+    def suite(self) -> SuitePart | None:
+        """One arm per model (``suite_part.py``): the strategy's answers, judged with the rubric."""
+        from clinieval.benchmarks.medalign.suite_part import MedAlignPart
+
+        return MedAlignPart()
 
 
 BENCHMARK = MedAlign()

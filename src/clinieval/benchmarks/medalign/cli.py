@@ -321,16 +321,7 @@ def _analysis_table(
         return mt.release_table(release, metrics, gold_annotator=gold_annotator), "clinician", None
     if not runs:
         raise UserError("give the arms' run directories (or a folder of them), or --release DIR")
-    arms = [mt.arm_of(p) for p in run_dirs(runs)]
-    if reviews is not None:
-        return mt.arms_table(arms, mt.read_reviews(reviews), reviews), "clinician", None
-    # key_facts_f1 does not reward an answer that copies the record; runs made before it had recall
-    found = [c for c in ("key_facts_f1", "key_facts") if all(c in a.scores for a in arms)]
-    ref = reference or (found[0] if found else None)
-    if ref is None:
-        return mt.arms_table(arms, None, runs[0]), "none (no reviews given)", None
-    table = mt.arms_table(arms, mt.reference_judgements(arms, ref, "key_facts_all"), runs[0])
-    return table, f"computed reference ({ref})", ref
+    return mt.runs_table(run_dirs(runs), reviews, reference, where=runs[0])
 
 
 DEMO_STRATEGIES = ("keep-recent", "refine")

@@ -266,6 +266,25 @@ def _table(where: Path, rows: Iterable[Row]) -> LongTable:
     return LongTable(where, columns, kept)
 
 
+def runs_table(
+    paths: Sequence[Path], reviews: Path | None, reference: str | None, *, where: Path
+) -> tuple[LongTable, str, str | None]:
+    """Arm run directories as the analysis table, how its reference ranking is labelled, and the
+    score column that ranking came from: clinicians' ``reviews`` when given; otherwise a computed
+    reference from ``reference`` (default ``key_facts_f1``, else ``key_facts``, when every arm
+    has it), or none. What ``clinieval medalign analyze RUNS`` and a suite's report both read."""
+    arms = [arm_of(p) for p in paths]
+    if reviews is not None:
+        return arms_table(arms, read_reviews(reviews), reviews), "clinician", None
+    # key_facts_f1 does not reward an answer that copies the record; runs made before it had recall
+    found = [c for c in ("key_facts_f1", "key_facts") if all(c in a.scores for a in arms)]
+    ref = reference or (found[0] if found else None)
+    if ref is None:
+        return arms_table(arms, None, where), "none (no reviews given)", None
+    table = arms_table(arms, reference_judgements(arms, ref, "key_facts_all"), where)
+    return table, f"computed reference ({ref})", ref
+
+
 # --- the MedAlign release -----------------------------------------------------------------------
 
 REVIEWED_FILE = "clinician-reviewed-model-responses.tsv"
