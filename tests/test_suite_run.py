@@ -148,13 +148,20 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
         import clinieval.suite.leaderboard  # noqa: F401
     except ImportError:
         missing("the leaderboard (clinieval.suite.leaderboard) is not in this tree yet")
-    path = _suite(tmp_path, suite_text(server.url, ("a", "b"), limit=6))
+    from tests.conftest import free_port
+
+    dead = f"openai:http://127.0.0.1:{free_port()}/v1@fault"  # nothing listens there
+    text = suite_text(server.url, ("a", "b", "c"), limit=6).replace(
+        f'c = "openai:{server.url}@fault"', f'c = "{dead}"'
+    )
+    path = _suite(tmp_path, text)
     out = tmp_path / "out"
-    assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 0
+    assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
     asked_before = len(server.log.received)
     done = run_cli("suite", "report", str(out))
     assert done.returncode == 0, done.stderr
     assert len(server.log.received) == asked_before  # the report asks no model
+    assert "note: pubmedqa × c is left out: it failed (cannot reach" in done.stdout
     report = out / "report"
     board = json.loads((report / "leaderboard.json").read_text(encoding="utf-8"))
     assert "pubmedqa" in json.dumps(board)
@@ -163,3 +170,19 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     assert (report / "view" / "pubmedqa" / "index.html").is_file()
     page = (report / "leaderboard.html").read_text(encoding="utf-8")
     assert 'href="pubmedqa/report.html"' in page and 'href="view/pubmedqa/index.html"' in page
+    own = json.loads((report / "pubmedqa" / "report.json").read_text(encoding="utf-8"))
+    assert set(own["models"]) == {"a", "b"} and own["models"]["a"]["scored"] == 6
+
+    # a suite where nothing finished has nothing to rank: one line, exit 2
+    only_dead = _suite(
+        tmp_path, suite_text(server.url, ("c",), limit=6).replace(f"openai:{server.url}@fault", dead)
+    )
+    empty = tmp_path / "empty"
+    assert run_cli("suite", "run", str(only_dead), "--out", str(empty), "--no-progress").returncode == 3
+    nothing = run_cli("suite", "report", str(empty))
+    assert nothing.returncode == 2
+    assert (
+        nothing.stderr
+        == f"error: {empty}: no cell is complete yet, so nothing to rank; run `clinieval suite run` first\n"
+    )
+    assert not (empty / "report").exists()

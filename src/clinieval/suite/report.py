@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clinieval.errors import UserError
 from clinieval.suite.manifest import SuiteManifest
 from clinieval.suite.part import Headline
 from clinieval.suite.plan import PlannedCell, SuitePlan
@@ -57,6 +58,10 @@ def write_suite_report(
         headlines = {c.cell.model.name: c.entry.part.headline(prepared, c.cell) for c in done}
         scores.append(benchmark_scores(prepared.benchmark, done[0].entry.part.metric, headlines))
         links[prepared.benchmark] = _own_pages(done, headlines, out)
+    if not scores:
+        raise UserError(
+            f"{manifest.out}: no cell is complete yet, so nothing to rank; run `clinieval suite run` first"
+        )
     board = build_leaderboard(scores, seed=planned.suite.seed)
     all_notes = (*notes, *left_out)
     files = write_leaderboard(board, links, out, title=planned.suite.title, notes=all_notes)
