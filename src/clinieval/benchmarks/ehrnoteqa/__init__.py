@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from clinieval.judge.catalog import RubricEntry
     from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
+    from clinieval.suite.part import SuitePart
     from clinieval.task import Task
 
 
@@ -74,6 +75,12 @@ class EHRNoteQA(BenchmarkBase):
             )
             for judging in JUDGING.values()
         )
+
+    def suite(self) -> SuitePart | None:
+        """One arm per model in one format (``suite_part.py``), judged with the paper's judge."""
+        from clinieval.benchmarks.ehrnoteqa.suite_part import EHRNoteQAPart
+
+        return EHRNoteQAPart()
 
 
 BENCHMARK = EHRNoteQA()

@@ -1,0 +1,189 @@
+"""EHRNoteQA's suite part (issue 29) over real model calls: the embedded SmolLM2 as the model under
+test (answers and option log-likelihoods), and local OpenAI-compatible servers
+(tests/fault_server.py) as a scripted judge and as models, one of which is refused on one
+question. The plan is checked against the calls made, a second run against asking nothing, and
+the headline against the benchmark's own analysis."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clinieval.benchmarks.ehrnoteqa import BENCHMARK
+from clinieval.benchmarks.ehrnoteqa.suite_part import EHRNoteQAOptions
+from clinieval.errors import UserError
+from clinieval.models.llamacpp import LlamaCppModel
+from clinieval.models.spec import BackendOptions
+from clinieval.suite.part import Cell, Shared, SuiteJudge, SuiteModel, SuitePart
+from tests.fault_server import FaultServer
+
+MODEL = "llamacpp:smollm2-135m-instruct"
+NOTES = [
+    "DISCHARGE SUMMARY\nPRINCIPAL DIAGNOSIS: atrial fibrillation.\nMEDICATIONS:\n- Metoprolol 25 mg",
+    "DISCHARGE SUMMARY\nPRINCIPAL DIAGNOSIS: pneumonia.\nDISCHARGE MEDICATIONS:\n- Amoxicillin 500 mg",
+]
+
+
+def _part() -> SuitePart:
+    part = BENCHMARK.suite()
+    assert part is not None
+    return part
+
+
+def _inline(path: Path) -> Path:
+    """Three short questions over two patients (notes inline); the third carries the fault
+    server's content-filter marker, so a model behind that server is refused on it."""
+    items = [
+        {
+            "id": f"q{i}",
+            "patient_id": str(i % 2),
+            "question": f"Which drug was the patient discharged on? ({i})"
+            + (" FAULT:FILTER" if i == 2 else ""),
+            "choices": [
+                "Aspirin",
+                "Metoprolol 25 mg",
+                "Heparin",
+                f"Warfarin {i + 1} mg",
+                "Amoxicillin 500 mg",
+            ],
+            "answer": "B" if i % 2 == 0 else "E",
+            "notes": [NOTES[i % 2]],
+        }
+        for i in range(3)
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in items), encoding="utf-8")
+    return path
+
+
+def _verdicts() -> Iterator[str]:
+    """The paper's judge answers yes or no; every third verdict is no, so repeats differ."""
+    for n in itertools.count():
+        yield "No." if n % 3 == 1 else "Yes."
+
+
+def test_prepare_refuses_bad_data_before_any_model(tmp_path: Path) -> None:
+    part = _part()
+    shared = Shared()
+    with pytest.raises(UserError, match="nowhere: EHRNoteQA data not found"):
+        part.prepare(EHRNoteQAOptions(data=Path("nowhere")), shared, tmp_path)
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(UserError, match=r"folder: expected qa.jsonl and discharge.csv"):
+        part.prepare(EHRNoteQAOptions(data=Path("folder")), shared, tmp_path)
+    (tmp_path / "bad.jsonl").write_text('{"id": "1", "question": "Q?", "answer": "A"}\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"bad.jsonl:1"):
+        part.prepare(EHRNoteQAOptions(data=Path("bad.jsonl")), shared, tmp_path)
+    with pytest.raises(UserError, match=r"\[benchmarks.ehrnoteqa\] data"):
+        part.prepare(EHRNoteQAOptions(), shared, tmp_path)
+
+
+def test_prepare_refuses_scoring_it_cannot_do(tmp_path: Path) -> None:
+    part, data = _part(), _inline(tmp_path / "qa.jsonl")
+    with pytest.raises(UserError, match="free is scored by the judge only"):
+        part.prepare(EHRNoteQAOptions(data=data, format="free"), Shared(), tmp_path)
+    with pytest.raises(UserError, match="needs loglik = true"):
+        part.prepare(EHRNoteQAOptions(data=data, scoring="loglik_text", loglik=False), Shared(), tmp_path)
+    with pytest.raises(UserError, match="levels: '3' is not a level"):
+        part.prepare(EHRNoteQAOptions(data=data, levels=("3",)), Shared(), tmp_path)
+    prepared = part.prepare(EHRNoteQAOptions(data=data), Shared(limit=2), tmp_path)
+    assert prepared.items == 2 and prepared.clustered and prepared.data_files == [data]
+    assert "headline letter_extract" in prepared.describe
+
+
+class _Counted:
+    """Counts the embedded model's calls (a wrapper around the real methods)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        for name in ("generate", "loglikelihood"):
+            real = getattr(LlamaCppModel, name)
+
+            async def counted(model: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                self.calls += 1
+                return await _real(model, *args, **kwargs)
+
+            monkeypatch.setattr(LlamaCppModel, name, counted)
+
+
+@pytest.mark.slow
+def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    part, data = _part(), _inline(tmp_path / "qa.jsonl")
+    counted = _Counted(monkeypatch)
+    verdicts = _verdicts()
+    with FaultServer(responder=lambda _: next(verdicts)) as judge:
+        spec = f"openai:{judge.url}@fault"
+        shared = Shared(backend=BackendOptions(n_ctx=1024, max_retries=0), judge=SuiteJudge(spec, 2), limit=2)
+        prepared = part.prepare(EHRNoteQAOptions(data=data, max_tokens=8), shared, tmp_path)
+        cell = Cell(SuiteModel("smol", MODEL), tmp_path / "ehrnoteqa" / "smol", shared)
+        steps = part.plan(prepared, cell)
+        # each question: an answer and one call scoring the five options' log-likelihoods
+        assert [(s.asks, s.calls) for s in steps] == [(MODEL, 4), (spec, 4)]
+        asyncio.run(part.run(prepared, cell))
+        assert counted.calls == steps[0].calls and len(judge.log.received) == steps[1].calls
+        asyncio.run(part.run(prepared, cell))  # resumes: every answer and verdict is recorded
+        assert counted.calls == steps[0].calls and len(judge.log.received) == steps[1].calls
+    headline = part.headline(prepared, cell)
+    assert headline.metric == "judge (mc)" and headline.failed == 0
+    assert headline.clusters == {"q0": "0", "q1": "1"} and len(headline.judge_runs) == 2
+    assert sorted(p.name for p in cell.out.iterdir()) == ["mc"]
+
+
+@pytest.mark.slow
+def test_headline_is_the_analysis_number_and_refusals_are_left_out(tmp_path: Path) -> None:
+    """Two models behind servers and the scripted judge: the refused question is counted, not
+    scored; each judge repeat's share and the letter accuracy equal the benchmark's analysis."""
+    part, data = _part(), _inline(tmp_path / "qa.jsonl")
+    verdicts = _verdicts()
+    with (
+        FaultServer(answer="B. Metoprolol 25 mg", model_fields={"id": "bee"}) as bee,
+        FaultServer(answer="E", model_fields={"id": "eee"}) as eee,
+        FaultServer(responder=lambda _: next(verdicts)) as judge,
+    ):
+        shared = Shared(
+            backend=BackendOptions(max_retries=0), judge=SuiteJudge(f"openai:{judge.url}@fault", 3)
+        )
+        options = EHRNoteQAOptions(data=data, loglik=False, max_tokens=16)
+        prepared = part.prepare(options, shared, tmp_path)
+        cells = [
+            Cell(SuiteModel(name, f"openai:{server.url}@{name}"), tmp_path / "ehrnoteqa" / name, shared)
+            for name, server in (("bee", bee), ("eee", eee))
+        ]
+        for cell in cells:
+            asyncio.run(part.run(prepared, cell))
+        assert len(judge.log.received) == 2 * 2 * 3  # two answered questions per model, 3 repeats
+    page = part.report(prepared, cells, tmp_path / "report")
+    assert page is not None and page.name == "report.html" and page.is_file()
+    analysis = json.loads((tmp_path / "report" / "analysis.json").read_text())["formats"]["mc"]["per_model"]
+    letters = part.prepare(options, Shared(), tmp_path)  # no judge: letter extraction
+    for cell in cells:
+        headline = part.headline(prepared, cell)
+        assert headline.failed == 1 and sorted(headline.scores) == ["q0", "q1"]
+        shown = analysis[cell.model.name]
+        # the analysis counts the refusal as incorrect (the paper's rule): the headline leaves it
+        # out, so each repeat's share is the analysis's x 3 questions / 2 answered
+        for r, run in enumerate(headline.judge_runs):
+            share = 100 * sum(run.values()) / len(run)
+            assert share == pytest.approx(shown["judge"]["per_repeat"][r] * 3 / 2)
+        plain = part.headline(letters, cell)
+        assert plain.metric == "letter_extract (mc)" and plain.judge_runs == []
+        accuracy = 100 * sum(plain.scores.values()) / len(plain.scores)
+        assert accuracy == pytest.approx(shown["letter_extract"]["score"] * 3 / 2)
+    assert part.headline(letters, cells[0]).scores == {"q0": 1.0, "q1": 0.0}
+
+
+def test_synthetic_table_reads_the_set_it_wrote(tmp_path: Path) -> None:
+    part = _part()
+    table = part.synthetic(tmp_path / "data", 0)
+    options = EHRNoteQAOptions(**{k: Path(v) if k == "data" else v for k, v in table.items()})
+    prepared = part.prepare(options, Shared(judge=SuiteJudge(MODEL, 2)), tmp_path)
+    assert prepared.items == 2 and "headline judge" in prepared.describe
+    cell = Cell(SuiteModel("smol", MODEL), tmp_path / "cell", Shared(judge=SuiteJudge(MODEL, 2)))
+    assert [s.calls for s in part.plan(prepared, cell)] == [2, 4]  # no log-likelihood pass
+    assert part.synthetic(tmp_path / "data", 0) == table  # rewritten in place
