@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from clinieval.review.sources import ReviewSource
     from clinieval.scoring.scorers import Scorer
+    from clinieval.suite.part import SuitePart
     from clinieval.task import Task
 
 
@@ -65,6 +66,12 @@ class MedEval(BenchmarkBase):
 
         listed: tuple[TaskName, ...] = ("abnormality", "ambiguity", "codes", "summarization", "rewriting")
         return tuple(TASK_TABLE[t].scorer() for t in listed)
+
+    def suite(self) -> SuitePart | None:
+        """Every model on the chosen tasks through ``run_task_arm`` (``suite_part.py``)."""
+        from clinieval.benchmarks.medeval.suite_part import MedEvalPart
+
+        return MedEvalPart()
 
 
 BENCHMARK = MedEval()
