@@ -87,6 +87,11 @@ def test_prepare_refuses_a_set_with_nothing_to_score(data: Path, tmp_path: Path)
         _part().prepare(MedAlignOptions(data=plain), Shared(), tmp_path)
     judged = _part().prepare(MedAlignOptions(data=plain), Shared(judge=SuiteJudge("x", 1)), tmp_path)
     assert judged.items == 2 and judged.clustered
+    assert judged.data_files == [
+        plain / "instructions.csv",
+        plain / "ehrs" / "1.xml",
+        plain / "ehrs" / "2.xml",
+    ]
 
 
 class _Counted:
@@ -145,7 +150,7 @@ def test_headline_is_the_reports_number_and_refusals_are_left_out(data: Path, tm
     the refused instruction is counted, not scored; each model's mean equals the report's."""
     part = _part()
     verdicts = _verdicts()
-    full = "Glucose; metformin; hypertension; the most recent values are listed in the record."
+    full = "The creatinine decreased; the patient is 42."  # both instructions' key facts
     with (
         FaultServer(answer=full, model_fields={"id": "good"}) as good,
         FaultServer(answer="I do not know.", model_fields={"id": "poor"}) as poor,
@@ -176,6 +181,16 @@ def test_headline_is_the_reports_number_and_refusals_are_left_out(data: Path, tm
         per_repeat = [r["1-01"] for r in headline.judge_runs]
         assert len(per_repeat) == 3 and mean == pytest.approx(sum(per_repeat) / 3)
         assert shown[f"{cell.model.name}/keep-recent"]["mean"] == pytest.approx(mean)
+    # without a judge: key-fact F1, the mean `medalign run` prints (failed calls left out there too)
+    keys = part.prepare(MedAlignOptions(data=data, max_tokens=16, **SERVER_FIT), Shared(), tmp_path)
+    for cell in cells:
+        facts = part.headline(keys, cell)
+        assert facts.metric == "key_facts_f1" and facts.failed == 1 and not facts.judge_runs
+        summaries = json.loads((cell.out / "keep-recent" / "summary.json").read_text())["summaries"]
+        printed = next(x for x in summaries if x["scorer"] == "key_facts_f1")
+        assert sum(facts.scores.values()) / len(facts.scores) == pytest.approx(printed["mean"])
+    good_f1, poor_f1 = (part.headline(keys, c).scores["1-01"] for c in cells)
+    assert good_f1 > 0.5 and poor_f1 == 0.0  # F1: the key found, in a longer answer
 
 
 def test_synthetic_table_reads_the_set_it_wrote(tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ class MedAlignPart:
             benchmark=self.name,
             options=opts,
             items=items,
-            data_files=files,
+            data_files=[*files, *_record_files(folder, samples)],
             describe=f"{items} instructions, {len(patients)} patients ({opts.strategy}); headline {metric}",
             payload=_Payload(samples, files, metric),
             clustered=True,
@@ -220,6 +220,15 @@ def _patient(sample: Sample) -> str:
     from clinieval.benchmarks.medalign.table import instruction_columns
 
     return str(instruction_columns(sample)["patient_id"] or sample.id)
+
+
+def _record_files(folder: Path, samples: Sequence[Sample]) -> list[Path]:
+    """The patient files the instructions read (``ehrs/``): the manifest hashes them with the
+    instructions, so a changed record shows as changed data."""
+    from clinieval.benchmarks.medalign.data import EHR_FOLDER
+
+    names = sorted({str(s.metadata.get("filename")) for s in samples if s.metadata.get("filename")})
+    return [folder / EHR_FOLDER / name for name in names]
 
 
 def _headline_metric(samples: Sequence[Sample], opts: MedAlignOptions, shared: Shared) -> str:
