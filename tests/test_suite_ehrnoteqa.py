@@ -187,3 +187,26 @@ def test_synthetic_table_reads_the_set_it_wrote(tmp_path: Path) -> None:
     cell = Cell(SuiteModel("smol", MODEL), tmp_path / "cell", Shared(judge=SuiteJudge(MODEL, 2)))
     assert [s.calls for s in part.plan(prepared, cell)] == [2, 4]  # no log-likelihood pass
     assert part.synthetic(tmp_path / "data", 0) == table  # rewritten in place
+
+
+@pytest.mark.slow
+def test_free_text_is_judged_by_the_free_text_judge(tmp_path: Path) -> None:
+    part, data = _part(), _inline(tmp_path / "qa.jsonl")
+    with (
+        FaultServer(answer="Metoprolol 25 mg twice daily.") as model,
+        FaultServer(
+            responder=lambda p: "Score: 1\nReasoning: matches" if "(0)" in p else "Score: 0"
+        ) as judge,
+    ):
+        spec = f"openai:{judge.url}@fault"
+        shared = Shared(backend=BackendOptions(max_retries=0), judge=SuiteJudge(spec, 2), limit=2)
+        prepared = part.prepare(EHRNoteQAOptions(data=data, format="free", max_tokens=16), shared, tmp_path)
+        cell = Cell(SuiteModel("m", f"openai:{model.url}@fault"), tmp_path / "ehrnoteqa" / "m", shared)
+        steps = part.plan(prepared, cell)
+        assert [(s.what, s.calls) for s in steps] == [("arm free", 2), ("judge x2", 4)]
+        asyncio.run(part.run(prepared, cell))
+        assert len(model.log.received) == 2 and len(judge.log.received) == 4
+        assert "Choices" not in model.log.received[0]  # the free-text prompt has no options
+    headline = part.headline(prepared, cell)
+    assert headline.metric == "judge (free)" and headline.scores == {"q0": 1.0, "q1": 0.0}
+    assert [dict(r) for r in headline.judge_runs] == [{"q0": 1.0, "q1": 0.0}] * 2
