@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import typer
 
     from clinieval.review.sources import ReviewSource
+    from clinieval.suite.part import SuitePart
     from clinieval.task import Task
 
 
@@ -45,6 +46,13 @@ class AutoMedEval(BenchmarkBase):
         from clinieval.benchmarks.automedeval.review import REVIEW_SOURCE
 
         return (REVIEW_SOURCE,)
+
+    def suite(self) -> SuitePart | None:
+        """Each suite model as a judge of one judge-evaluation set, ranked by its agreement with the
+        physicians (``suite_part.py``)."""
+        from clinieval.benchmarks.automedeval.suite_part import AutoMedEvalPart
+
+        return AutoMedEvalPart()
 
 
 BENCHMARK = AutoMedEval()
