@@ -130,7 +130,7 @@ def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
         asyncio.run(part.run(prepared, cell))  # resumes: every answer and verdict is recorded
         assert counted.calls == steps[0].calls and len(judge.log.received) == steps[1].calls
     headline = part.headline(prepared, cell)
-    assert headline.metric == "judge (mc)" and headline.failed == 0
+    assert headline.metric.startswith("judge (mc): correct per") and headline.failed == 0
     assert headline.clusters == {"q0": "0", "q1": "1"} and len(headline.judge_runs) == 2
     assert sorted(p.name for p in cell.out.iterdir()) == ["mc"]
 
@@ -172,7 +172,7 @@ def test_headline_is_the_analysis_number_and_refusals_are_left_out(tmp_path: Pat
             share = 100 * sum(run.values()) / len(run)
             assert share == pytest.approx(shown["judge"]["per_repeat"][r] * 3 / 2)
         plain = part.headline(letters, cell)
-        assert plain.metric == "letter_extract (mc)" and plain.judge_runs == []
+        assert plain.metric.startswith("letter_extract (mc): ") and plain.judge_runs == []
         accuracy = 100 * sum(plain.scores.values()) / len(plain.scores)
         assert accuracy == pytest.approx(shown["letter_extract"]["score"] * 3 / 2)
     assert part.headline(letters, cells[0]).scores == {"q0": 1.0, "q1": 0.0}
@@ -208,5 +208,5 @@ def test_free_text_is_judged_by_the_free_text_judge(tmp_path: Path) -> None:
         assert len(model.log.received) == 2 and len(judge.log.received) == 4
         assert "Choices" not in model.log.received[0]  # the free-text prompt has no options
     headline = part.headline(prepared, cell)
-    assert headline.metric == "judge (free)" and headline.scores == {"q0": 1.0, "q1": 0.0}
+    assert headline.metric.startswith("judge (free): ") and headline.scores == {"q0": 1.0, "q1": 0.0}
     assert [dict(r) for r in headline.judge_runs] == [{"q0": 1.0, "q1": 0.0}] * 2

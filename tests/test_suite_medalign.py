@@ -137,7 +137,7 @@ def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
         asyncio.run(part.run(prepared, cell))  # resumes: every answer and verdict is recorded
         assert counted.calls == steps[0].calls and len(judge.log.received) == steps[1].calls
     headline = part.headline(prepared, cell)
-    assert headline.metric == "judge_correct" and headline.failed == 0
+    assert headline.metric.startswith("judge_correct: correct per") and headline.failed == 0
     assert list(headline.scores) == ["1-01"] and headline.clusters == {"1-01": "1"}
     assert len(headline.judge_runs) == 2
     assert headline.runs == [cell.out / "keep-recent"]
@@ -185,7 +185,7 @@ def test_headline_is_the_reports_number_and_refusals_are_left_out(data: Path, tm
     keys = part.prepare(MedAlignOptions(data=data, max_tokens=16, **SERVER_FIT), Shared(), tmp_path)
     for cell in cells:
         facts = part.headline(keys, cell)
-        assert facts.metric == "key_facts_f1" and facts.failed == 1 and not facts.judge_runs
+        assert facts.metric.startswith("key_facts_f1: ") and facts.failed == 1 and not facts.judge_runs
         summaries = json.loads((cell.out / "keep-recent" / "summary.json").read_text())["summaries"]
         printed = next(x for x in summaries if x["scorer"] == "key_facts_f1")
         assert sum(facts.scores.values()) / len(facts.scores) == pytest.approx(printed["mean"])

@@ -36,6 +36,13 @@ if TYPE_CHECKING:
 Scoring = Literal["auto", "judge", "letter_extract", "loglik_letter", "loglik_text"]
 JUDGE = "judge"
 LOGLIK_MODES = ("loglik_letter", "loglik_text")
+MODE_TITLES = {
+    JUDGE: "correct per the paper's judge (mean over its repeats)",
+    "letter_extract": "the option letter read from the answer is correct (no judge)",
+    "loglik_letter": "the most likely option letter is correct (no judge)",
+    "loglik_text": "the most likely option text is correct (no judge)",
+}
+"""What each headline mode means, for the plan and the leaderboard."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +185,7 @@ class EHRNoteQAPart:
             }
             runs = []
         return Headline(
-            metric=f"{mode} ({opts.format})",
+            metric=f"{mode} ({opts.format}): {MODE_TITLES[mode]}",
             scores=scores,
             clusters={i: clusters[i] for i in scores},
             judge_runs=runs,

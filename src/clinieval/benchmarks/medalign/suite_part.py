@@ -173,7 +173,7 @@ class MedAlignPart:
             scores[sid], clusters[sid] = value, _patient(rec.sample)
         runs = _judge_runs(path, scores) if payload.metric == JUDGE_METRIC else ()
         return Headline(
-            metric=payload.metric,
+            metric=_metric_title(payload.metric),
             scores=scores,
             clusters=clusters,
             judge_runs=runs,
@@ -220,6 +220,15 @@ def _patient(sample: Sample) -> str:
     from clinieval.benchmarks.medalign.table import instruction_columns
 
     return str(instruction_columns(sample)["patient_id"] or sample.id)
+
+
+def _metric_title(column: str) -> str:
+    """What the headline is, in words, with the column it was read from."""
+    if column == JUDGE_METRIC:
+        return "judge_correct: correct per the MedAlign C1-C3 judge (mean over its repeats)"
+    if column == "key_facts_f1":
+        return "key_facts_f1: key-fact F1 (facts computed from the synthetic record; no judge)"
+    return f"{column}: vs the clinician's gold response (no judge)"
 
 
 def _record_files(folder: Path, samples: Sequence[Sample]) -> list[Path]:
