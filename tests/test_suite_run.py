@@ -14,12 +14,22 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import missing, run_cli
 from tests.fault_server import FaultServer
 from tests.suite_helpers import asked, pubmedqa_folder, reply, suite_text
+
+
+class Failing(FaultServer):
+    """A server whose every model call fails with HTTP 500 (its model list answers as usual)."""
+
+    def handle(self, h: Any, body: dict[str, Any]) -> None:
+        with self.log.lock:
+            self.log.received.append(json.dumps(body))
+        h._send(500, {"error": {"message": "boom"}})
 
 
 @pytest.fixture
@@ -151,17 +161,20 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     from tests.conftest import free_port
 
     dead = f"openai:http://127.0.0.1:{free_port()}/v1@fault"  # nothing listens there
-    text = suite_text(server.url, ("a", "b", "c"), limit=6).replace(
-        f'c = "openai:{server.url}@fault"', f'c = "{dead}"'
-    )
-    path = _suite(tmp_path, text)
-    out = tmp_path / "out"
-    assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
-    asked_before = len(server.log.received)
-    done = run_cli("suite", "report", str(out))
-    assert done.returncode == 0, done.stderr
-    assert len(server.log.received) == asked_before  # the report asks no model
+    with Failing() as failing:
+        text = suite_text(server.url, ("a", "b", "c", "d"), limit=6)
+        text = text.replace(f'c = "openai:{server.url}@fault"', f'c = "{dead}"')
+        text = text.replace(f'd = "openai:{server.url}@fault"', f'd = "openai:{failing.url}@fault"')
+        path = _suite(tmp_path, text)
+        out = tmp_path / "out"
+        assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
+        asked_before = len(server.log.received) + len(failing.log.received)
+        done = run_cli("suite", "report", str(out))
+        assert done.returncode == 0, done.stderr
+        assert len(server.log.received) + len(failing.log.received) == asked_before  # no model asked
     assert "note: pubmedqa × c is left out: it failed (cannot reach" in done.stdout
+    # every call of d failed: complete, but with no score it is left out, never scored 0
+    assert "note: pubmedqa × d is left out: none of its items has a score (6 failed)" in done.stdout
     report = out / "report"
     board = json.loads((report / "leaderboard.json").read_text(encoding="utf-8"))
     assert "pubmedqa" in json.dumps(board)
@@ -171,7 +184,8 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     page = (report / "leaderboard.html").read_text(encoding="utf-8")
     assert 'href="pubmedqa/report.html"' in page and 'href="view/pubmedqa/index.html"' in page
     own = json.loads((report / "pubmedqa" / "report.json").read_text(encoding="utf-8"))
-    assert set(own["models"]) == {"a", "b"} and own["models"]["a"]["scored"] == 6
+    assert set(own["models"]) == {"a", "b", "d"} and own["models"]["a"]["scored"] == 6
+    assert own["models"]["d"] == {**own["models"]["d"], "accuracy": None, "scored": 0, "failed": 6}
 
     # a suite where nothing finished has nothing to rank: one line, exit 2
     only_dead = _suite(

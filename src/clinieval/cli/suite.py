@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from clinieval.models.spec import BackendOptions
     from clinieval.suite.config import Suite
     from clinieval.suite.layout import EndpointSettings
-    from clinieval.suite.part import SuitePart
+    from clinieval.suite.part import SuiteModel, SuitePart
 
 app = command_group(
     "Suites: every model over every benchmark from one TOML file (docs/suite.md), and the leaderboard."
@@ -35,8 +35,8 @@ Overwrite = Annotated[
     bool, typer.Option(help="run again, from scratch, a cell whose settings changed since it ran")
 ]
 TINY_NOTE = (
-    "note: the demo's models are tiny embedded models ({models}): they exercise every code path with "
-    "real text, but their numbers say nothing clinical. Name capable models in a suite file for real ones."
+    "note: {models}: tiny embedded models; they exercise every code path with real text, but their "
+    "numbers say nothing clinical. Name capable models in a suite file for real ones."
 )
 
 
@@ -154,8 +154,19 @@ def _report(out: Path, notes: Sequence[str] = ()) -> list[str]:
     suite = parse_suite(
         recorded.get("text", ""), Path(recorded.get("file", out / "suite.toml")), suite_parts(), backend_for
     )
+    tiny = tiny_models(suite.models)
+    if tiny:
+        notes = [TINY_NOTE.format(models=", ".join(tiny)).removeprefix("note: "), *notes]
     written = write_suite_report(make_plan(suite, out), manifest, notes=notes)
     return [*(f"note: {n}" for n in written.notes), *(str(p) for p in written.files)]
+
+
+def tiny_models(models: Sequence[SuiteModel]) -> list[str]:
+    """The suite's models that are the tiny embedded ones (their numbers say nothing clinical)."""
+    from clinieval.models.catalog import EMBEDDED
+
+    names = {f"llamacpp:{e.name}" for e in EMBEDDED}
+    return [m.name for m in models if m.spec in names]
 
 
 @app.command()
@@ -177,11 +188,11 @@ def demo(
     specs = list(models or DEMO_MODELS)
     path = write_demo_suite(out, specs, seed)
     typer.echo(f"wrote {path}", err=True)
-    whole = _run(_read(path), out, overwrite=False, progress=progress, keep=("data", path.name))
-    tiny = [s.removeprefix("llamacpp:") for s in specs if s.startswith("llamacpp:") and "/" not in s]
-    notes = [TINY_NOTE.format(models=", ".join(tiny)).removeprefix("note: ")] if tiny else []
-    for line in _report(out, notes):
+    suite = _read(path)
+    whole = _run(suite, out, overwrite=False, progress=progress, keep=("data", path.name))
+    for line in _report(out):
         typer.echo(line)
+    tiny = tiny_models(suite.models)
     if tiny:
         typer.echo(TINY_NOTE.format(models=", ".join(tiny)), err=True)
     if not whole:

@@ -49,6 +49,7 @@ def write_suite_report(
     scores: list[BenchmarkScores] = []
     links: dict[str, BenchmarkLinks] = {}
     left_out: list[str] = []
+    done_any = any(manifest.status(c.key) == "complete" for c in planned.cells)
     for prepared in planned.prepared:
         cells = [c for c in planned.cells if c.entry.name == prepared.benchmark]
         done = [c for c in cells if manifest.status(c.key) == "complete"]
@@ -56,12 +57,16 @@ def write_suite_report(
         if not done:
             continue
         headlines = {c.cell.model.name: c.entry.part.headline(prepared, c.cell) for c in done}
-        scores.append(benchmark_scores(prepared.benchmark, done[0].entry.part.metric, headlines))
-        links[prepared.benchmark] = _own_pages(done, headlines, out)
+        pages = _own_pages(done, headlines, out)
+        unscored = [c for c in done if not headlines[c.cell.model.name].scores]
+        left_out += [_unscored(c, headlines[c.cell.model.name]) for c in unscored]
+        ranked = {m: h for m, h in headlines.items() if h.scores}
+        if ranked:
+            scores.append(benchmark_scores(prepared.benchmark, done[0].entry.part.metric, ranked))
+            links[prepared.benchmark] = pages
     if not scores:
-        raise UserError(
-            f"{manifest.out}: no cell is complete yet, so nothing to rank; run `clinieval suite run` first"
-        )
+        why = "no complete cell has a scored item" if done_any else "no cell is complete yet"
+        raise UserError(f"{manifest.out}: {why}, so nothing to rank; run `clinieval suite run` first")
     board = build_leaderboard(scores, seed=planned.suite.seed)
     all_notes = (*notes, *left_out)
     files = write_leaderboard(board, links, out, title=planned.suite.title, notes=all_notes)
@@ -102,6 +107,14 @@ def _own_pages(done: Sequence[PlannedCell], headlines: Mapping[str, Headline], o
         view = f"view/{name}/index.html"
     report = None if page is None else Path(os.path.relpath(page, out)).as_posix()
     return BenchmarkLinks(report=report, view=view)
+
+
+def _unscored(c: PlannedCell, line: Headline) -> str:
+    return (
+        f"{c.label} is left out: none of its items has a score ({line.failed} failed); "
+        f"{c.entry.name}'s own report and its results browser (report/{c.entry.name}/, "
+        f"report/view/{c.entry.name}/) show why"
+    )
 
 
 def _left_out(c: PlannedCell, manifest: SuiteManifest) -> str:
