@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,35 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
         == f"error: {empty}: no cell is complete yet, so nothing to rank; run `clinieval suite run` first\n"
     )
     assert not (empty / "report").exists()
+
+
+def test_the_progress_bar_follows_a_cells_result_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between cell ends the bar counts the lines the cell's runs append (texts.jsonl is not one),
+    capped at the cell's planned calls; a finished cell counts its planned calls whole."""
+    from clinieval.suite import progress
+
+    monkeypatch.setattr(progress, "POLL_S", 0.02)
+    bar = progress.Bar(total_calls=10, done_calls=4)
+    cell = tmp_path / "cell" / "arm"
+    cell.mkdir(parents=True)
+    (cell / "texts.jsonl").write_text("t\n" * 50)
+    bar.start("pubmedqa × a", 6, tmp_path / "cell")
+    (cell / "samples.jsonl").write_text("r\n" * 2)
+
+    def completed() -> float:
+        return float(bar._bar.tasks[0].completed)
+
+    deadline = time.monotonic() + 5
+    while completed() != 6 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert completed() == 4 + 2
+    (cell / "samples.jsonl").write_text("r\n" * 40)  # more lines than planned: capped
+    deadline = time.monotonic() + 5
+    while completed() != 10 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert completed() == 10
+    bar.finish("pubmedqa × a", 6, "complete", 1.0)
+    assert completed() == 10
+    bar.close()

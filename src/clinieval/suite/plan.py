@@ -75,20 +75,20 @@ def plan(suite: Suite, out: Path, prepared: Sequence[Prepared] | None = None) ->
 
 def plan_lines(planned: SuitePlan, manifest: SuiteManifest | None = None) -> list[str]:
     """The plan as an aligned plain-text table (a pipe or a CI log keeps every word): one row per
-    cell with its steps and calls, and each cell's status where ``manifest`` records one."""
-    header = ["benchmark", "model", "steps", "model calls"] + (["done"] if manifest else [])
+    cell with its calls, its status where ``manifest`` records one, and its steps last (the one
+    column that may run long)."""
+    header = ["benchmark", "model", "model calls"] + (["done"] if manifest else []) + ["steps"]
     rows = []
     for c in planned.cells:
-        steps = "; ".join(f"{s.what} ({s.calls})" for s in c.steps) or "nothing to ask"
-        row = [c.entry.name, c.cell.model.name, steps, f"{c.calls:,}"]
+        row = [c.entry.name, c.cell.model.name, f"{c.calls:,}"]
         if manifest is not None:
-            row.append(manifest.status(c.key))
+            failed = manifest.cells().get(c.key, {}).get("failed_items")
+            row.append(manifest.status(c.key) + (f" ({failed} failed)" if failed else ""))
+        row.append("; ".join(f"{s.what} ({s.calls:,})" for s in c.steps) or "nothing to ask")
         rows.append(row)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    lines = [_line(row, widths) for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in [*widths, len(header[-1])]))
     models, benchmarks = len(planned.suite.models), len(planned.prepared)
     total = f"{len(planned.cells)} cells ({models} models x {benchmarks} benchmarks), "
     total += f"{planned.calls:,} model calls in all"
@@ -99,3 +99,11 @@ def plan_lines(planned: SuitePlan, manifest: SuiteManifest | None = None) -> lis
     for p in planned.prepared:
         lines.append(f"  {p.benchmark}: {p.describe}")
     return lines
+
+
+def _line(row: list[str], widths: list[int]) -> str:
+    """The columns padded to ``widths`` (the calls right-aligned), then the last one as it is."""
+    padded = [
+        v.rjust(w) if i == 2 else v.ljust(w) for i, (v, w) in enumerate(zip(row[:-1], widths, strict=True))
+    ]
+    return "  ".join([*padded, row[-1]])
