@@ -171,10 +171,11 @@ def test_the_synthetic_set_reads_back_and_the_embedded_model_judges_quietly(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     table = PART.synthetic(tmp_path / "data", seed=0)
+    assert table["repeats"] == 1 and table["one_shot"] is True
+    # shorter than the demo's (no worked example, 24 tokens): the test checks the wiring, not the judge
     options = AutoMedEvalOptions(
-        data=Path(table["data"]), repeats=table["repeats"], one_shot=table["one_shot"],
-        max_tokens=48, stop=tuple(table["stop"]),
-    )  # fmt: skip
+        data=Path(table["data"]), max_tokens=24, stop=tuple(table["stop"]), repeats=1
+    )
     prepared = PART.prepare(options, Shared(limit=1), tmp_path)
     assert prepared.payload.synthetic and prepared.items == 1
     cell = _cell(tmp_path / "cells", "smollm2", DEMO_MODELS[0], Shared(limit=1))

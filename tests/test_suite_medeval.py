@@ -9,6 +9,7 @@ About 25 s on 2 cores, most of it the embedded model's cell and the report's TF-
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -69,6 +70,14 @@ def test_bad_data_is_one_error_naming_the_file_before_any_model(tmp_path: Path) 
         PART.prepare(MedEvalOptions(data=Path("bad")), shared, tmp_path)
     with pytest.raises(UserError, match=r"medeval\.tasks: task 'coding' is unknown"):
         PART.prepare(MedEvalOptions(data=_data(tmp_path), tasks=("coding",)), shared, tmp_path)
+    (bad / "sentences.csv").write_text(
+        "id,sentence,domain,abnormal,split\ns1,Lungs are clear.,chest x-ray,0,test\n"
+    )
+    with pytest.raises(UserError, match=r"bad: abnormality: 2 examples asked for, but the train split has 0"):
+        PART.prepare(MedEvalOptions(data=Path("bad")), shared, tmp_path)
+    zero = MedEvalOptions(data=Path("bad"), tasks=("abnormality", "codes"), shots="zero")
+    with pytest.raises(UserError, match=r"bad: codes: no test item has what the task needs"):
+        PART.prepare(zero, shared, tmp_path)
 
 
 def _prepared(tmp_path: Path, shared: Shared, **options: object) -> Prepared:
@@ -89,6 +98,12 @@ def test_plan_counts_the_requests_of_a_fresh_cell_and_a_rerun_asks_nothing(tmp_p
         assert len(server.log.received) == sum(s.calls for s in steps) == prepared.items
         asyncio.run(PART.run(prepared, cell))
         assert len(server.log.received) == prepared.items  # the rerun resumed everything
+        # a smaller limit later scores only the items it asks, not what the larger run left
+        smaller = _prepared(tmp_path, dataclasses.replace(shared, limit=2), balance="all")
+        asyncio.run(PART.run(smaller, cell))
+        assert len(server.log.received) == prepared.items
+    assert len(PART.headline(smaller, cell).scores) == smaller.items < prepared.items
+    assert len(PART.headline(prepared, cell).scores) == prepared.items
     # the paper's per-task examples are in the prompts (2 for the label tasks, 3 for rewriting)
     assert all(p.count("Sentence:") == 3 for p in server.log.received if "abnormal identification" in p)
 

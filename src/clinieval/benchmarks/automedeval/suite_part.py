@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 NAME = "automedeval"
 METRIC = "agreement with physicians as a judge (Accuracy_triple per item, 0-1)"
+METRIC_2TUPLE = "agreement with physicians as a judge (Accuracy_2-tuple per item, 0-1)"
 SET_NAMES = ("set.jsonl", "set.csv", "set.tsv")
 SYNTHETIC_FORMAT = "clinieval-automedeval-synthetic/1"
 MANIFEST = "manifest.json"
@@ -236,8 +237,11 @@ class AutoMedEvalPart:
         from clinieval.benchmarks.automedeval.overlap_judge import judge_model
 
         payload: _Payload = prepared.payload
+        plan = dataclasses.replace(
+            payload.plan, concurrency=cell.shared.concurrency, progress=cell.shared.progress
+        )
         judge = judge_model(cell.model.spec, cell.shared.backend)
-        await judge_all(payload.items, [judge], [cell.out], payload.plan)
+        await judge_all(payload.items, [judge], [cell.out], plan)
 
     def headline(self, prepared: Prepared, cell: Cell) -> Headline:
         from clinieval.benchmarks.automedeval.judging import read_verdicts
@@ -256,7 +260,8 @@ class AutoMedEvalPart:
                 scores[item.id] = sum(got) / len(got)
             else:
                 failed += 1
-        return Headline(METRIC, scores, None, judge_runs=runs, failed=failed)
+        metric = METRIC if prepared.options.agreement == "triple" else METRIC_2TUPLE
+        return Headline(metric, scores, None, judge_runs=runs, failed=failed)
 
     def report(self, prepared: Prepared, cells: Sequence[Cell], out: Path) -> Path | None:
         from clinieval.benchmarks.automedeval import report

@@ -107,6 +107,9 @@ class _Payload:
     counts: Mapping[TaskName, int]
     """Items each task's arm asks (after limit and balance)."""
     seed: int
+    asked: Mapping[TaskName, frozenset[str]]
+    """The ids each task's arm asks: a headline reads only these, whatever else an earlier run with
+    a larger limit left in the folder."""
 
 
 def _check_options(options: MedEvalOptions) -> tuple[TaskName, ...]:
@@ -169,13 +172,19 @@ def arm_name(settings: MedEvalSettings, task: TaskName) -> str:
     return f"{task}-{label}" + ("" if settings.split == "test" else f"-{settings.split}")
 
 
-def _available(task: TaskName, data: MedEvalData, options: MedEvalOptions, shared: Shared) -> int:
-    """How many items ``task``'s arm has (building the task checks its examples can be drawn)."""
+def _asked(
+    task: TaskName, data: MedEvalData, options: MedEvalOptions, shared: Shared, folder: Path
+) -> list[str]:
+    """The ids of the items ``task``'s arm has, in the order it asks them (building the task checks
+    that it has test items and that its examples can be drawn)."""
     from clinieval.benchmarks.medeval.task import medeval_task
 
     settings = settings_for(task, options, shared, None)
-    built = medeval_task(task, data.items_for(task), settings, data.files, data.split_info())
-    return len(built.load())
+    try:
+        built = medeval_task(task, data.items_for(task), settings, data.files, data.split_info())
+    except UserError as e:
+        raise UserError(f"{folder}: {e}") from None
+    return [sample.id for sample in built.load()]
 
 
 def _cluster(task: TaskName, sample_id: str, data: MedEvalData) -> str:
@@ -198,12 +207,16 @@ class MedEvalPart:
         from clinieval.benchmarks.medeval.data import load_folder
 
         tasks = _check_options(options)
-        data = load_folder(_folder(options, base), seed=shared.seed, strict=options.strict)
-        found = {t: _available(t, data, options, shared) for t in tasks}
-        counts = {t: n if shared.limit is None else min(n, shared.limit) for t, n in found.items()}
+        folder = _folder(options, base)
+        data = load_folder(folder, seed=shared.seed, strict=options.strict)
+        found = {t: _asked(t, data, options, shared, folder) for t in tasks}
+        counts = {
+            t: len(ids) if shared.limit is None else min(len(ids), shared.limit) for t, ids in found.items()
+        }
         if options.balance == "equal":
             smallest = min(counts.values())
             counts = dict.fromkeys(tasks, smallest)
+        asked_ids = {t: frozenset(found[t][: counts[t]]) for t in tasks}
         asked = ", ".join(f"{t} {n}" for t, n in counts.items())
         return Prepared(
             benchmark=NAME,
@@ -211,7 +224,7 @@ class MedEvalPart:
             items=sum(counts.values()),
             data_files=tuple(data.files),
             describe=f"{data.describe()}; asked per task ({options.split}): {asked}",
-            payload=_Payload(data, tasks, counts, shared.seed),
+            payload=_Payload(data, tasks, counts, shared.seed, asked_ids),
             clustered=True,
         )
 
@@ -258,6 +271,8 @@ class MedEvalPart:
             arm = read_arm(path)
             runs.append(path)
             for record in arm.records:
+                if record.sample.id not in payload.asked[task]:
+                    continue
                 value = item_score(task, record)
                 if value is None:
                     failed += 1
