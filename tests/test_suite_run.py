@@ -105,8 +105,8 @@ def test_a_suite_asks_what_it_planned_then_nothing_again(server: FaultServer, tm
     assert changed.returncode == 2
     assert changed.stderr.strip().splitlines() == [
         f"error: {path}: [benchmarks.pubmedqa] × model a: limit was 5, now 6 since it ran into "
-        f"{out / 'pubmedqa' / 'a'}; set it back, use another --out, or pass --overwrite to run this "
-        "cell again with the new settings"
+        f"{out / 'pubmedqa' / 'a'}; set it back, use another --out, or pass --overwrite to run the "
+        "changed cells again from scratch"
     ]
     assert len(server.log.received) == planned + 5
     assert _manifest(out)["cells"]["pubmedqa/a"]["settings"]["limit"] == 5  # the manifest untouched
@@ -233,3 +233,26 @@ def test_the_progress_bar_follows_a_cells_result_lines(
     bar.finish("pubmedqa × a", 6, "complete", 1.0)
     assert completed() == 10
     bar.close()
+
+
+def test_changed_data_under_finished_cells_is_refused(server: FaultServer, tmp_path: Path) -> None:
+    """Complete cells are skipped without being opened, so only the manifest's data hashes can
+    tell that the data changed under them; the suite refuses rather than mix old and new."""
+    path = _suite(tmp_path, suite_text(server.url, ("a",), limit=3))
+    out = tmp_path / "out"
+    assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 0
+    ori = tmp_path / "pqa" / "ori_pqal.json"
+    ori.write_text(ori.read_text(encoding="utf-8").replace("Outcomes improved.", "Outcomes worsened."))
+    asked_before = len(server.log.received)
+    done = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(
+        f"error: {path}: [benchmarks.pubmedqa] data file {ori} changed since its cells ran"
+    )
+    assert "pass --overwrite to run the changed cells again from scratch" in line
+    assert len(server.log.received) == asked_before
+    again = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress", "--overwrite")
+    assert again.returncode == 0, again.stderr
+    assert len(server.log.received) == asked_before + 3  # asked again, on the new data
+    assert any("Outcomes worsened." in p for p in server.log.received[asked_before:])

@@ -15,12 +15,12 @@ import asyncio
 import logging
 import shutil
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.suite.manifest import SuiteManifest, cell_settings, jsonable
+from clinieval.suite.manifest import SuiteManifest, cell_settings, data_hashes, jsonable
 from clinieval.suite.plan import PlannedCell, SuitePlan
 from clinieval.suite.progress import suite_view
 
@@ -64,19 +64,28 @@ def open_out(out: Path, keep: Collection[str] = ()) -> SuiteManifest:
     return SuiteManifest.new(out)
 
 
-def refuse_changed(planned: SuitePlan, manifest: SuiteManifest, overwrite: bool) -> list[PlannedCell]:
-    """Cells whose settings differ from what they ran with: refused (one error naming the cell
-    and field) unless ``overwrite``, when they are returned to be run again from scratch."""
+def refuse_changed(
+    planned: SuitePlan, manifest: SuiteManifest, hashes: Mapping[str, Mapping[str, str]], overwrite: bool
+) -> list[PlannedCell]:
+    """Cells whose settings or data differ from what they ran with: refused (one error naming the
+    cell and the field, or the benchmark and the file) unless ``overwrite``, when they are
+    returned to be run again from scratch. A cell that never started has nothing to protect."""
     again = []
     for c in planned.cells:
         diff = manifest.changed(c.key, cell_settings(c.entry, c.cell.model))
+        where = (
+            f"[benchmarks.{c.entry.name}] × model {c.cell.model.name}: {diff} since it ran into {c.cell.out}"
+        )
+        if diff is None and manifest.status(c.key) != "pending":
+            diff = manifest.changed_data(c.entry.name, hashes[c.entry.name])
+            old = c.cell.out.parent
+            where = f"[benchmarks.{c.entry.name}] {diff}; its results in {old} belong to the old data"
         if diff is None:
             continue
         if not overwrite:
             raise UserError(
-                f"{planned.suite.path}: [benchmarks.{c.entry.name}] × model {c.cell.model.name}: {diff} "
-                f"since it ran into {c.cell.out}; set it back, use another --out, or pass --overwrite "
-                "to run this cell again with the new settings"
+                f"{planned.suite.path}: {where}; set it back, use another --out, or pass --overwrite "
+                "to run the changed cells again from scratch"
             )
         again.append(c)
     return again
@@ -93,8 +102,9 @@ def run_suite(
     """Run every cell of ``planned`` into ``out`` (see the module docstring; ``keep``: names a new
     ``out`` may already hold)."""
     manifest = open_out(out, keep)
-    again = refuse_changed(planned, manifest, overwrite)
-    manifest.record(planned.suite, planned.prepared)
+    hashes = data_hashes(planned.prepared)
+    again = refuse_changed(planned, manifest, hashes, overwrite)
+    manifest.record(planned.suite, planned.prepared, hashes)
     for c in again:
         shutil.rmtree(c.cell.out, ignore_errors=True)
         manifest.set_cell(c.key, status="pending", failed_items=0)

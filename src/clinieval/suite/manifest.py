@@ -60,6 +60,11 @@ def cell_settings(entry: BenchmarkEntry, model: SuiteModel) -> dict[str, Any]:
     }
 
 
+def data_hashes(prepared: Sequence[Prepared]) -> dict[str, dict[str, str]]:
+    """Each benchmark's data files and their SHA-256, as the manifest records them."""
+    return {p.benchmark: {str(f): file_sha256(f) for f in p.data_files} for p in prepared}
+
+
 def git_commit() -> str | None:
     """The commit clinieval's source is checked out at, when it runs from a git checkout."""
     here = Path(__file__).resolve().parent
@@ -120,16 +125,28 @@ class SuiteManifest:
             return None
         return _first_difference(old, jsonable(settings))
 
-    def record(self, suite: Suite, prepared: Sequence[Prepared]) -> None:
-        """Take this run's suite file, code and data hashes (a rerun's replace the old ones; the
-        cells keep their history) and write the manifest."""
+    def changed_data(self, benchmark: str, hashes: Mapping[str, str]) -> str | None:
+        """The first data file of ``benchmark`` whose content differs from when its cells ran, as
+        ``FILE changed (sha256 OLD… -> NEW…)``; None when none did (or it never ran)."""
+        old = self.data.get("benchmarks", {}).get(benchmark, {}).get("data", {})
+        for name, digest in hashes.items():
+            if name in old and old[name] != digest:
+                hashes_shown = f"sha256 {old[name][:12]}… -> {digest[:12]}…"
+                return f"data file {name} changed since its cells ran ({hashes_shown})"
+        return None
+
+    def record(
+        self, suite: Suite, prepared: Sequence[Prepared], hashes: Mapping[str, Mapping[str, str]]
+    ) -> None:
+        """Take this run's suite file, code and data hashes (``hashes``: benchmark -> file ->
+        sha256; a rerun's replace the old ones; the cells keep their history) and write it."""
         benchmarks = self.data.setdefault("benchmarks", {})
         for p in prepared:
             benchmarks[p.benchmark] = {
                 "describe": p.describe,
                 "items": p.items,
                 "clustered": p.clustered,
-                "data": {str(f): file_sha256(f) for f in p.data_files},
+                "data": dict(hashes[p.benchmark]),
             }
         self.data.update(
             {
