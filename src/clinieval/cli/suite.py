@@ -182,14 +182,17 @@ def demo(
     progress: ShowProgress = True,
 ) -> None:
     """Every benchmark's small synthetic set (PubMedQA: a few of its own questions) over the two
-    tiny embedded models, judged by the embedded SmolLM2, then the leaderboard."""
+    tiny embedded models, judged by the embedded SmolLM2, then the leaderboard. Run again, it
+    asks nothing already answered (cells whose demo settings changed run again)."""
     from clinieval.models.catalog import DEMO_MODELS
 
     specs = list(models or DEMO_MODELS)
     path = write_demo_suite(out, specs, seed)
     typer.echo(f"wrote {path}", err=True)
     suite = _read(path)
-    whole = _run(suite, out, overwrite=False, progress=progress, keep=("data", path.name))
+    # the demo writes its own suite file: cells whose demo settings changed (a newer clinieval)
+    # run again instead of being refused; the others are not asked again
+    whole = _run(suite, out, overwrite=True, progress=progress, keep=("data", path.name))
     for line in _report(out):
         typer.echo(line)
     tiny = tiny_models(suite.models)
