@@ -283,7 +283,7 @@ class AutoMedEvalPart:
 
     def synthetic(self, folder: Path, seed: int) -> Mapping[str, Any]:
         from clinieval.benchmarks.automedeval.convert import write_set
-        from clinieval.benchmarks.automedeval.demo import DEMO_MAX_TOKENS, DEMO_STOP
+        from clinieval.benchmarks.automedeval.demo import DEMO_STOP
         from clinieval.benchmarks.automedeval.synth import synthetic_set
         from clinieval.fsutil import atomic_write_json
 
@@ -298,13 +298,16 @@ class AutoMedEvalPart:
             "data": str(folder),
             "repeats": SYNTHETIC_REPEATS,
             "one_shot": True,
-            "max_tokens": DEMO_MAX_TOKENS,
+            "max_tokens": SYNTHETIC_MAX_TOKENS,
             "stop": list(DEMO_STOP),
         }
 
 
 SYNTHETIC_ITEMS = 4
 SYNTHETIC_REPEATS = 1
-"""The suite demo's set: four items, one run each, the demo's reply limit and stop. The judge
-decodes at temperature 0, so on the embedded (deterministic) models a second run repeats the
-first word for word: it would double the cell's time and show a spread of 0 by construction."""
+SYNTHETIC_MAX_TOKENS = 160
+"""The suite demo's set: four items, one run each, the worked example first and the demo's stop,
+and replies cut at 160 tokens (the demo's 256 made the cell about 6 minutes on a busy 2-core
+machine; a verdict with a short analysis fits). The judge decodes at temperature 0, so on the
+embedded (deterministic) models a second run repeats the first word for word: it would double
+the cell's time and show a spread of 0 by construction."""
