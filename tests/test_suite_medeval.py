@@ -108,6 +108,27 @@ def test_plan_counts_the_requests_of_a_fresh_cell_and_a_rerun_asks_nothing(tmp_p
     assert all(p.count("Sentence:") == 3 for p in server.log.received if "abnormal identification" in p)
 
 
+def test_shot_settings_follow_the_paper_per_task() -> None:
+    from clinieval.benchmarks.medeval.suite_part import arm_name, settings_for
+
+    def names(**options: object) -> list[str]:
+        opts = MedEvalOptions(**options)  # type: ignore[arg-type]
+        return [arm_name(settings_for(t, opts, Shared(), None), t) for t in opts.tasks]
+
+    assert names() == [
+        "abnormality-2shot",
+        "ambiguity-2shot",
+        "rewriting-3shot",
+        "codes-2shot",
+        "summarization-3shot",
+    ]
+    # the paper's own examples where published; its number drawn from train for codes and summaries
+    assert names(paper_examples=True) == [
+        "abnormality-paper", "ambiguity-paper", "rewriting-paper", "codes-2shot", "summarization-3shot",
+    ]  # fmt: skip
+    assert names(shots="zero", split="validation")[0] == "abnormality-0shot-validation"
+
+
 def test_equal_balance_gives_every_task_the_same_number_of_items(tmp_path: Path) -> None:
     everything = _prepared(tmp_path, Shared(), balance="all")
     equal = _prepared(tmp_path, Shared())

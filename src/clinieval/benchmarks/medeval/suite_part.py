@@ -149,16 +149,16 @@ def settings_for(
     tokens = options.max_tokens
     if entry.level == "sentence" and options.sentence_max_tokens is not None:
         tokens = options.sentence_max_tokens
+    # the paper's own examples where it published them; elsewhere its number, drawn from train
+    published = options.shots == "paper" and options.paper_examples and entry.paper_examples is not None
     return MedEvalSettings(
         generation=dataclasses.replace(GENERATION, max_tokens=tokens, stop=tuple(options.stop)),
         backend=shared.backend,
         concurrency=shared.concurrency,
         limit=limit,
         progress=shared.progress,
-        shots=entry.paper_shots if options.shots == "paper" and not options.paper_examples else 0,
-        paper_examples=options.shots == "paper"
-        and options.paper_examples
-        and entry.paper_examples is not None,
+        shots=entry.paper_shots if options.shots == "paper" and not published else 0,
+        paper_examples=published,
         seed=shared.seed,
         split=options.split,
         qualified=options.qualified,
