@@ -10,6 +10,7 @@ the real embedded model. About 15 s on 2 cores, most of it the embedded model's 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -99,6 +100,13 @@ def test_bad_data_is_one_error_naming_the_file_before_any_model(tmp_path: Path) 
     (tmp_path / "set.jsonl").write_text(json.dumps(dict(good, responses=unrated)) + "\n")
     with pytest.raises(UserError, match=r"set\.jsonl: no item has every response rated"):
         _prepared(tmp_path)
+    (tmp_path / "set.jsonl").write_text(
+        json.dumps(dict(good, responses=unrated)) + "\n" + json.dumps(good) + "\n"
+    )
+    with pytest.raises(
+        UserError, match=r"none of the first 1 items \(the suite's limit\) has every response"
+    ):
+        _prepared(tmp_path, dataclasses.replace(QUIET, limit=1))
 
 
 def test_plan_counts_the_requests_of_a_fresh_cell_and_a_rerun_asks_nothing(tmp_path: Path) -> None:

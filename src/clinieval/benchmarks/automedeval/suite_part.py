@@ -213,6 +213,11 @@ class AutoMedEvalPart:
         plan = judge_plan(options, shared, base)
         kept = tuple(items if shared.limit is None else items[: shared.limit])
         scored = sum(_rated(x) for x in kept)
+        if not scored:
+            raise UserError(
+                f"{path}: none of the first {len(kept)} items (the suite's limit) has every response "
+                "rated; raise the limit or put rated items first"
+            )
         files = [path, *([] if options.kb is None else sorted(_resolve(options.kb, base).glob("*")))]
         chain = "" if plan.kb is None else ", with the knowledge chain"
         return Prepared(
