@@ -101,7 +101,7 @@ def test_bad_data_is_one_error_naming_the_file_before_any_model(tmp_path: Path) 
     with pytest.raises(UserError, match=r"set\.jsonl: no item has every response rated"):
         _prepared(tmp_path)
     (tmp_path / "set.jsonl").write_text(
-        json.dumps(dict(good, responses=unrated)) + "\n" + json.dumps(good) + "\n"
+        json.dumps(dict(good, id="q0", responses=unrated)) + "\n" + json.dumps(good) + "\n"
     )
     with pytest.raises(
         UserError, match=r"none of the first 1 items \(the suite's limit\) has every response"
