@@ -24,8 +24,10 @@ from tests.suite_helpers import GOOD, pubmedqa_folder
 SCHEMA_FILE = REPO / "docs" / "suite.schema.json"
 
 
-def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """``clinieval suite ARGS`` in this process: the exit status and stderr. ``main`` (the installed
+def _main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
+    """``clinieval suite ARGS`` in this process: the exit status, stdout and stderr. ``main`` (the installed
     command's entry point, which turns a UserError into one line and exit 2) runs over the suite
     group alone: building the whole command tree costs ~0.4 s a call, the group ~0.04 s."""
     import clinieval.cli
@@ -36,8 +38,8 @@ def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *
     monkeypatch.setattr(sys, "argv", ["clinieval", *args])
     with pytest.raises(SystemExit) as exit_:
         main()
-    code = exit_.value.code
-    return int(code) if isinstance(code, int) else 1, capsys.readouterr().err
+    code, captured = exit_.value.code, capsys.readouterr()
+    return int(code) if isinstance(code, int) else 1, captured.out, captured.err
 
 
 def _suite(tmp_path: Path, text: str) -> Path:
@@ -148,7 +150,7 @@ def test_a_bad_suite_file_is_one_line_exit_2_and_nothing_written(
     if FIRSTS[kind] == (text, message):
         commands.append(["plan", str(path)])
     for command in commands:
-        code, err = _main(monkeypatch, capsys, *command)
+        code, _, err = _main(monkeypatch, capsys, *command)
         assert code == 2, err
         lines = err.strip().splitlines()
         assert len(lines) == 1, err
@@ -226,3 +228,25 @@ def test_endpoint_keys_are_the_command_lines_endpoint_options() -> None:
     assert ours == [f.name for f in dataclasses.fields(Endpoints)]
     for name in ours:  # the same defaults (a list option's None is an empty tuple here)
         assert getattr(EndpointSettings(), name) in (getattr(Endpoints(), name), ())
+
+
+def test_the_example_in_docs_plans_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/suite.md's suite file, copied as a user copies it, beside the demo's EHRNoteQA set."""
+    from clinieval.cli.suite import suite_parts
+    from tests.conftest import need_shared
+
+    need_shared("pubmedqa")
+    text = (REPO / "docs" / "suite.md").read_text(encoding="utf-8")
+    block = text.split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "suite.toml"
+    path.write_text("\n".join(line.removeprefix("   ") for line in block.splitlines()), encoding="utf-8")
+    [ehrnoteqa] = [p for p in suite_parts() if p.name == "ehrnoteqa"]
+    ehrnoteqa.synthetic(tmp_path / "runs" / "suite-demo" / "data" / "ehrnoteqa", 0)
+    monkeypatch.chdir(tmp_path / "runs")  # relative paths are the suite file's, not the shell's
+    code, table, err = _main(monkeypatch, capsys, "plan", str(path))
+    assert code == 0, err
+    assert "4 cells (2 models x 2 benchmarks)" in table
+    assert "pubmedqa   llama8b" in table and "ehrnoteqa  qwen7b" in table
+    assert "answer 100 questions (100)" in table  # the benchmark's own limit won over the suite's
