@@ -4,7 +4,9 @@ them asks nothing (issue 29: "plan() must return the model calls a full, fresh c
 
 The suite is the demo's (each part's own synthetic data) with two models on two counting servers
 on 127.0.0.1 that answer every call at once (the first one also judges), so the check costs seconds, not
-the demo's minutes; MedAlign is given the embedded SmolLM2's GGUF as its budget tokenizer, since
+the demo's minutes. Both servers serve the same model name, as two hospitals' vLLMs of one model
+do: each benchmark's own report must still tell the suite's two models apart. MedAlign is given
+the embedded SmolLM2's GGUF as its budget tokenizer, since
 a server's own tokenizer cannot be read. Each part's own tests check its answers and scores;
 this one checks that the parts and the suite agree on what is asked. About 20 s on 2 cores.
 """
@@ -22,8 +24,8 @@ from tests.fault_server import FaultServer
 def test_every_part_asks_what_it_planned_and_the_report_asks_nothing(
     tmp_path: Path, smollm2_path: Path
 ) -> None:
-    with FaultServer(answer="A") as one, FaultServer(answer="A", model_fields={"id": "other"}) as two:
-        first, second = f"openai:{one.url}@fault", f"openai:{two.url}@other"
+    with FaultServer(answer="A") as one, FaultServer(answer="A") as two:
+        first, second = f"openai:{one.url}@fault", f"openai:{two.url}@fault"
         path = write_demo_suite(tmp_path / "demo", [first, second], seed=0)
         text = path.read_text(encoding="utf-8").replace('"llamacpp:smollm2-135m-instruct"', f'"{first}"')
         text = text.replace(
@@ -47,5 +49,9 @@ def test_every_part_asks_what_it_planned_and_the_report_asks_nothing(
         report = run_cli("suite", "report", str(out))
         assert report.returncode == 0, report.stderr
         assert len(one.log.received) + len(two.log.received) == planned  # the report asked nothing
-    board = (out / "report" / "leaderboard.json").read_text(encoding="utf-8")
-    assert "pubmedqa" in board
+    board = json.loads((out / "report" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert "pubmedqa" in {b["name"] for b in board["benchmarks"]}
+    for part in suite_parts():
+        # the suite's names ("fault", "fault-2"), not the one name both servers report
+        [page] = (out / "report" / part.name).glob("*.html")
+        assert "fault-2" in page.read_text(encoding="utf-8"), f"{part.name}'s report lacks the second model"

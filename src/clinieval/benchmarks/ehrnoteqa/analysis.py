@@ -144,8 +144,10 @@ def _verdicts(path: Path, rubric: str) -> _Judged | None:
     return _Judged(out, repeats, judge_name, warning, repeated > 0 and differing == 0, self_judged)
 
 
-def read_arm(path: Path) -> ArmAnswers:
-    """An arm from its run directory: samples, scorer values, and judge verdicts if judged."""
+def read_arm(path: Path, label: str | None = None) -> ArmAnswers:
+    """An arm from its run directory: samples, scorer values, and judge verdicts if judged.
+    ``label`` names the model in tables (default: the model spec's short name; a suite passes
+    its own model names, which stay distinct where two servers serve one model name)."""
     from clinieval.benchmarks.ehrnoteqa.task import arm_format, arm_model, rubric_for
     from clinieval.models.spec import model_short_name
     from clinieval.runs import RunDir
@@ -156,7 +158,7 @@ def read_arm(path: Path) -> ArmAnswers:
     if not records:
         raise UserError(f"{path}: the run has no finished samples")
     spec = arm_model(run)
-    arm = ArmAnswers(label=model_short_name(spec), model=spec, fmt=fmt, path=path, items={})
+    arm = ArmAnswers(label=label or model_short_name(spec), model=spec, fmt=fmt, path=path, items={})
     for rec in records:
         arm.items[rec.sample.id] = _item(rec.sample)
         if rec.output is not None and rec.output.error_kind is not None:
@@ -504,13 +506,18 @@ def analyze_arms(arms: Sequence[ArmAnswers]) -> JSON:
     }
 
 
-def analyze_runs(paths: Sequence[Path], progress: Callable[[str], None] | None = None) -> JSON:
-    """Read the arm runs at ``paths`` and analyse them."""
+def analyze_runs(
+    paths: Sequence[Path],
+    progress: Callable[[str], None] | None = None,
+    labels: Sequence[str] | None = None,
+) -> JSON:
+    """Read the arm runs at ``paths`` and analyse them (``labels``: each arm's model name in the
+    tables, in the order of ``paths``; default: from each run's model spec)."""
     arms = []
-    for p in paths:
+    for i, p in enumerate(paths):
         if progress:
             progress(str(p))
-        arms.append(read_arm(p))
+        arms.append(read_arm(p, None if labels is None else labels[i]))
     return analyze_arms(arms)
 
 

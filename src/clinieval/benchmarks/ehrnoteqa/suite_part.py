@@ -198,10 +198,12 @@ class EHRNoteQAPart:
         from clinieval.benchmarks.ehrnoteqa.report import write_report
 
         opts = _options(prepared.options)
-        paths = [p for c in cells if (p := _arm_path(c, opts)).is_dir()]
-        if not paths:
+        # each arm under the suite's model name: two servers may serve one model name
+        arms = [(p, c.model.name) for c in cells if (p := _arm_path(c, opts)).is_dir()]
+        if not arms:
             return None
-        written = write_report(analyze_runs(paths), out)
+        result = analyze_runs([p for p, _ in arms], labels=[n for _, n in arms])
+        written = write_report(result, out)
         return next((p for p in written if p.suffix == ".html"), None)
 
     def synthetic(self, folder: Path, seed: int) -> Mapping[str, Any]:

@@ -186,10 +186,13 @@ class MedAlignPart:
         from clinieval.benchmarks.medalign.table import report, runs_table
 
         opts = _options(prepared.options)
-        paths = [p for c in cells if (p := _arm_path(c, opts)).is_dir()]
-        if not paths:
+        # each arm under the suite's model name (two servers may serve one model name), as
+        # `medalign analyze` names arms: model/strategy
+        arms = [(p, f"{c.model.name}/{opts.strategy}") for c in cells if (p := _arm_path(c, opts)).is_dir()]
+        if not arms:
             return None
-        table, label, reference = runs_table(paths, None, None, where=paths[0])
+        paths = [p for p, _ in arms]
+        table, label, reference = runs_table(paths, None, None, where=paths[0], labels=[n for _, n in arms])
         _, written = report(table, label, reference, out, seed=cells[0].shared.seed)
         return next((p for p in written if p.suffix == ".html"), None)
 

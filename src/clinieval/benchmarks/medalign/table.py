@@ -59,8 +59,9 @@ class ArmScores:
     scores: Mapping[str, Mapping[str, float | None]]  # column -> sample id -> value
 
 
-def arm_of(path: Path) -> ArmScores:
-    """Read a ``clinieval medalign run`` directory (repeat 0 of each instruction)."""
+def arm_of(path: Path, label: str | None = None) -> ArmScores:
+    """Read a ``clinieval medalign run`` directory (repeat 0 of each instruction); ``label`` names
+    the arm in tables (default: model/strategy from its manifest; a suite passes its own names)."""
     from clinieval.benchmarks.medalign.task import arm_label
 
     run = RunDir.open(path)
@@ -74,7 +75,7 @@ def arm_of(path: Path) -> ArmScores:
     records = tuple(r for r in run.records() if r.repeat == 0)
     if not records:
         raise UserError(f"{path}: the run has no finished samples")
-    return ArmScores(arm_label(model_spec, strategy), run, records, _score_columns(run, records))
+    return ArmScores(label or arm_label(model_spec, strategy), run, records, _score_columns(run, records))
 
 
 def _score_columns(run: RunDir, records: Sequence[SampleRecord]) -> dict[str, dict[str, float | None]]:
@@ -267,13 +268,19 @@ def _table(where: Path, rows: Iterable[Row]) -> LongTable:
 
 
 def runs_table(
-    paths: Sequence[Path], reviews: Path | None, reference: str | None, *, where: Path
+    paths: Sequence[Path],
+    reviews: Path | None,
+    reference: str | None,
+    *,
+    where: Path,
+    labels: Sequence[str] | None = None,
 ) -> tuple[LongTable, str, str | None]:
     """Arm run directories as the analysis table, how its reference ranking is labelled, and the
     score column that ranking came from: clinicians' ``reviews`` when given; otherwise a computed
     reference from ``reference`` (default ``key_facts_f1``, else ``key_facts``, when every arm
-    has it), or none. What ``clinieval medalign analyze RUNS`` and a suite's report both read."""
-    arms = [arm_of(p) for p in paths]
+    has it), or none. What ``clinieval medalign analyze RUNS`` and a suite's report both read
+    (``labels``: each arm's name, in the order of ``paths``; default: from its manifest)."""
+    arms = [arm_of(p, None if labels is None else labels[i]) for i, p in enumerate(paths)]
     if reviews is not None:
         return arms_table(arms, read_reviews(reviews), reviews), "clinician", None
     # key_facts_f1 does not reward an answer that copies the record; runs made before it had recall

@@ -46,8 +46,9 @@ class Arm:
         return f"{self.shots}-shot" + (" (paper's examples)" if self.paper_examples else "")
 
 
-def read_arm(path: Path) -> Arm:
-    """A ``clinieval medeval run`` folder as an arm (refusing runs of other benchmarks)."""
+def read_arm(path: Path, model: str | None = None) -> Arm:
+    """A ``clinieval medeval run`` folder as an arm (refusing runs of other benchmarks); ``model``
+    names its model in tables (default: the run's model spec; a suite passes its own names)."""
     run = RunDir.open(path)
     spec = run.manifest().get("spec", {})
     params = (spec.get("task") or {}).get("params") or {}
@@ -57,7 +58,7 @@ def read_arm(path: Path) -> Arm:
     records = tuple(r for r in run.records() if r.repeat == 0)
     if not records:
         raise UserError(f"{path}: the run has no finished samples")
-    model = str((spec.get("model") or {}).get("spec") or path.name)
+    model = model or str((spec.get("model") or {}).get("spec") or path.name)
     shots, paper = int(params.get("shots") or 0), bool(params.get("paper_examples"))
     return Arm(path, model, task, shots, paper, records, str(params.get("split") or "test"))
 

@@ -287,7 +287,11 @@ class MedEvalPart:
         from clinieval.benchmarks.medeval.report import write_medeval_report
 
         arms = [
-            read_arm(path) for cell in cells for _, path in self._arm_dirs(prepared, cell) if path.is_dir()
+            # under the suite's model name: two servers may serve one model name
+            read_arm(path, cell.model.name)
+            for cell in cells
+            for _, path in self._arm_dirs(prepared, cell)
+            if path.is_dir()
         ]
         if not arms:
             return None
