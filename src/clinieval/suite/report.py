@@ -62,7 +62,7 @@ def write_suite_report(
         left_out += [_unscored(c, headlines[c.cell.model.name]) for c in unscored]
         ranked = {m: h for m, h in headlines.items() if h.scores}
         if ranked:
-            scores.append(benchmark_scores(prepared.benchmark, done[0].entry.part.metric, ranked))
+            scores.append(benchmark_scores(prepared.benchmark, _metric(done[0], ranked), ranked))
             links[prepared.benchmark] = pages
     if not scores:
         why = "no complete cell has a scored item" if done_any else "no cell is complete yet"
@@ -90,6 +90,13 @@ def benchmark_scores(name: str, metric: str, headlines: Mapping[str, Headline]) 
         failed={m: h.failed for m, h in headlines.items()},
         scale=first.scale,
     )
+
+
+def _metric(cell: PlannedCell, headlines: Mapping[str, Headline]) -> str:
+    """What the scores are: the headlines' own name for it when they agree (what was scored in
+    this suite, e.g. the judge's verdict or key-fact F1 without one), else the benchmark's."""
+    named = {h.metric for h in headlines.values()}
+    return named.pop() if len(named) == 1 else cell.entry.part.metric
 
 
 def _own_pages(done: Sequence[PlannedCell], headlines: Mapping[str, Headline], out: Path) -> BenchmarkLinks:
