@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DLLAVA_BUILD=OFF \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 DEMO_LIMIT ?= 40
-# `make demo` runs PubMedQA; `make demo DEMO=medalign` (ehrnoteqa, medeval, automedeval) runs that demo.
+# `make demo` runs PubMedQA; `make demo DEMO=medalign` (ehrnoteqa, medeval, automedeval) runs that demo;
+# `make demo DEMO=suite` runs all five over both embedded models and renders the leaderboard.
 DEMO ?= pubmedqa
 
-.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval demo-automedeval test lint typecheck bench clean
+.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval demo-automedeval demo-suite test lint typecheck bench clean
 
 install: $(VENV)/.installed
 
@@ -78,10 +79,15 @@ demo-ehrnoteqa: install
 demo-automedeval: install
 	$(BIN)/clinieval automedeval demo --out runs/automedeval-demo
 
+# Every benchmark over both embedded models (small synthetic sets and 10 PubMedQA questions), then the
+# leaderboard with its uncertainty: runs/suite-demo/report/leaderboard.html (docs/suite.md).
+demo-suite: install
+	$(BIN)/clinieval suite demo --out runs/suite-demo
+
 test: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 # The client-throughput benchmark (an instant stub server; clinieval vs a bare aiohttp client, lm-eval and
 # inspect_ai), then the two against a local llama.cpp server (see docs/benchmarks.md); `make bench BENCH_N=10`
