@@ -35,7 +35,7 @@ Overwrite = Annotated[
     bool, typer.Option(help="run again, from scratch, a cell whose settings changed since it ran")
 ]
 TINY_NOTE = (
-    "note: {models}: tiny embedded models; they exercise every code path with real text, but their "
+    "{models}: tiny embedded models; they exercise every code path with real text, but their "
     "numbers say nothing clinical. Name capable models in a suite file for real ones."
 )
 
@@ -156,7 +156,7 @@ def _report(out: Path, notes: Sequence[str] = ()) -> list[str]:
     )
     tiny = tiny_models(suite.models)
     if tiny:
-        notes = [TINY_NOTE.format(models=", ".join(tiny)).removeprefix("note: "), *notes]
+        notes = [TINY_NOTE.format(models=", ".join(tiny)), *notes]
     written = write_suite_report(make_plan(suite, out), manifest, notes=notes)
     return [*(f"note: {n}" for n in written.notes), *(str(p) for p in written.files)]
 
@@ -193,11 +193,8 @@ def demo(
     # the demo writes its own suite file: cells whose demo settings changed (a newer clinieval)
     # run again instead of being refused; the others are not asked again
     whole = _run(suite, out, overwrite=True, progress=progress, keep=("data", path.name))
-    for line in _report(out):
+    for line in _report(out):  # its notes say the tiny models' numbers say nothing clinical
         typer.echo(line)
-    tiny = tiny_models(suite.models)
-    if tiny:
-        typer.echo(TINY_NOTE.format(models=", ".join(tiny)), err=True)
     if not whole:
         raise typer.Exit(EXIT_FAILED_ITEMS)
 
