@@ -123,6 +123,24 @@ BAD: dict[str, list[tuple[str, str]]] = {
         (GOOD + "judge = 'llamacpp:no-such-model'\n", "[benchmarks.pubmedqa] judge: "),
         (GOOD + "[judge]\nmodel = 'openai:nowhere'\n", "[judge] model: model spec 'openai:nowhere'"),
     ],
+    "worded for a suite file": [
+        # the fix is a key of the suite file, not a command-line option a suite user cannot pass
+        (
+            GOOD.replace("127.0.0.1", "10.9.9.9"),
+            'allowlist it with [endpoints] allow_host = ["10.9.9.9"] (or',
+        ),
+        (
+            GOOD + "[judge]\nmodel = 'openai:http://10.1.2.3:8000/v1@j'\n",
+            "[judge] model: endpoint 'http://10.1.2.3:8000/v1': host '10.1.2.3' is not loopback; patient "
+            'data stays local unless you allowlist it with [endpoints] allow_host = ["10.1.2.3"]',
+        ),
+        (
+            GOOD + "judge = 'openai:http://192.168.1.20:8000/v1@j'\n",
+            "[benchmarks.pubmedqa] judge: endpoint 'http://192.168.1.20:8000/v1': host '192.168.1.20' is "
+            "not loopback; patient data stays local unless you allowlist it with [endpoints] allow_host = "
+            '["192.168.1.20"]',
+        ),
+    ],
     "bad data": [
         (GOOD.replace('data = "pqa"', 'data = "nowhere"'), "[benchmarks.pubmedqa] data: "),
         (GOOD.replace('data = "pqa"', 'data = "pqa/ori_pqal.json"'), "not a folder"),
@@ -250,3 +268,18 @@ def test_the_example_in_docs_plans_as_written(
     assert "4 cells (2 models x 2 benchmarks)" in table
     assert "pubmedqa   llama8b" in table and "ehrnoteqa  qwen7b" in table
     assert "answer 100 questions (100)" in table  # the benchmark's own limit won over the suite's
+
+
+def test_endpoint_options_in_an_error_become_the_suite_files_keys() -> None:
+    from clinieval.suite.layout import in_suite_terms
+
+    assert (
+        in_suite_terms("try --n-ctx 8192 or a shorter record")
+        == "try [endpoints] n_ctx = 8192 or a shorter record"
+    )
+    assert in_suite_terms("raise --timeout (now 120 s)") == "raise [endpoints] timeout (now 120 s)"
+    assert in_suite_terms("pass --no-proxy, or --ca-bundle FILE") == (
+        "pass [endpoints] no_proxy, or [endpoints] ca_bundle FILE"
+    )
+    # options that are not endpoint keys stay as they are
+    assert in_suite_terms("use --scorer choice or --limit 5") == "use --scorer choice or --limit 5"

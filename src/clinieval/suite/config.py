@@ -22,7 +22,7 @@ from typing import Any
 
 from clinieval.errors import UserError
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.suite.layout import EndpointSettings, common_keys, suite_schema
+from clinieval.suite.layout import EndpointSettings, common_keys, in_suite_terms, suite_schema
 from clinieval.suite.part import Shared, SuiteJudge, SuiteModel, SuitePart
 from clinieval.suite.schema import check, to_options, where
 
@@ -164,4 +164,4 @@ def _check_specs(
         try:
             parse_model_spec(spec, local)
         except UserError as e:
-            raise UserError(f"{source}: {where(path)}{e}") from None
+            raise UserError(f"{source}: {where(path)}{in_suite_terms(str(e))}") from None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.errors import UserError
+from clinieval.suite.layout import in_suite_terms
 from clinieval.suite.manifest import SuiteManifest, cell_settings, data_hashes, jsonable
 from clinieval.suite.plan import PlannedCell, SuitePlan
 from clinieval.suite.progress import suite_view
@@ -145,8 +146,8 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
     try:
         asyncio.run(c.entry.part.run(c.prepared, c.cell))
         failed_items = c.entry.part.headline(c.prepared, c.cell).failed
-    except UserError as e:
-        return _failed(c, manifest, str(e), start)
+    except UserError as e:  # worded for the suite file: a suite user has no --allow-host to pass
+        return _failed(c, manifest, in_suite_terms(str(e)), start)
     except Exception as e:  # a part's own fault must not stop the other cells
         log.debug("cell %s failed", c.key, exc_info=True)
         return _failed(c, manifest, f"{type(e).__name__}: {e}", start)

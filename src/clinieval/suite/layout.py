@@ -10,6 +10,8 @@ published schema (:func:`clinieval.suite.schema.published`).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,3 +173,27 @@ def common_keys() -> dict[str, JSONSchema]:
             "description": "how many times the judge reads each answer (default: [judge] repeats)",
         },
     }
+
+
+_OPTION = re.compile(r"--([a-z][a-z-]*)(?: (?!or\b)([^\s,;()]+))?")
+
+
+def in_suite_terms(message: str) -> str:
+    """An error from the layers below, worded for a suite file: the command line's endpoint
+    options it names (``--allow-host HOST``, ``--n-ctx``, ``--timeout`` ...) become the
+    ``[endpoints]`` keys a suite sets instead (``[endpoints] allow_host = ["HOST"]``), since a
+    suite user has no such option to pass. Other text is left as it is."""
+    fields = {f.name: f for f in dataclasses.fields(EndpointSettings)}
+
+    def key(match: re.Match[str]) -> str:
+        name = match.group(1).replace("-", "_")
+        if name not in fields:
+            return match.group(0)
+        value = match.group(2)
+        if name == "allow_host" and value is not None:
+            return f'[endpoints] allow_host = ["{value}"]'
+        if value is not None and value[0].isdigit():
+            return f"[endpoints] {name} = {value}"
+        return f"[endpoints] {name}" + ("" if value is None else f" {value}")
+
+    return _OPTION.sub(key, message)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from clinieval.errors import UserError
 from clinieval.suite.config import BenchmarkEntry, Suite
+from clinieval.suite.layout import in_suite_terms
 from clinieval.suite.manifest import SuiteManifest, cell_key
 from clinieval.suite.part import Cell, Prepared, Step
 
@@ -58,7 +59,7 @@ def prepare(suite: Suite) -> tuple[Prepared, ...]:
         try:
             out.append(entry.part.prepare(entry.options, entry.shared, suite.base))
         except UserError as e:
-            raise UserError(f"{suite.path}: [benchmarks.{entry.name}] {e}") from None
+            raise UserError(f"{suite.path}: [benchmarks.{entry.name}] {in_suite_terms(str(e))}") from None
     return tuple(out)
 
 
