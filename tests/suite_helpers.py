@@ -12,6 +12,9 @@ import re
 import zlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 N_ITEMS = 12
 
@@ -65,3 +68,21 @@ def suite_text(url: str, models: tuple[str, ...] = ("a", "b"), limit: int = 6, e
     lines += ["", "[endpoints]", "concurrency = 2", "retries = 0", "timeout = 30"]
     lines += ["", "[benchmarks.pubmedqa]", 'data = "pqa"', f"limit = {limit}", extra]
     return "\n".join(lines) + "\n"
+
+
+class CountedCalls:
+    """Counts the embedded model's calls, through the real methods (a suite part's plan is checked
+    against what it really asked)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from clinieval.models.llamacpp import LlamaCppModel
+
+        self.calls = 0
+        for name in ("generate", "loglikelihood"):
+            real = getattr(LlamaCppModel, name)
+
+            async def counted(model: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                self.calls += 1
+                return await _real(model, *args, **kwargs)
+
+            monkeypatch.setattr(LlamaCppModel, name, counted)

@@ -11,17 +11,16 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from clinieval.benchmarks.ehrnoteqa import BENCHMARK
 from clinieval.benchmarks.ehrnoteqa.suite_part import EHRNoteQAOptions
 from clinieval.errors import UserError
-from clinieval.models.llamacpp import LlamaCppModel
 from clinieval.models.spec import BackendOptions
 from clinieval.suite.part import Cell, Shared, SuiteJudge, SuiteModel, SuitePart
 from tests.fault_server import FaultServer
+from tests.suite_helpers import CountedCalls
 
 MODEL = "llamacpp:smollm2-135m-instruct"
 NOTES = [
@@ -95,27 +94,12 @@ def test_prepare_refuses_scoring_it_cannot_do(tmp_path: Path) -> None:
     assert "headline letter_extract" in prepared.describe
 
 
-class _Counted:
-    """Counts the embedded model's calls (a wrapper around the real methods)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        for name in ("generate", "loglikelihood"):
-            real = getattr(LlamaCppModel, name)
-
-            async def counted(model: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
-                self.calls += 1
-                return await _real(model, *args, **kwargs)
-
-            monkeypatch.setattr(LlamaCppModel, name, counted)
-
-
 @pytest.mark.slow
 def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     part, data = _part(), _inline(tmp_path / "qa.jsonl")
-    counted = _Counted(monkeypatch)
+    counted = CountedCalls(monkeypatch)
     verdicts = _verdicts()
     with FaultServer(responder=lambda _: next(verdicts)) as judge:
         spec = f"openai:{judge.url}@fault"

@@ -11,7 +11,6 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,10 +18,10 @@ from clinieval.benchmarks.medalign import BENCHMARK
 from clinieval.benchmarks.medalign.suite_part import MedAlignOptions
 from clinieval.benchmarks.medalign.synth import build_synthetic_set
 from clinieval.errors import UserError
-from clinieval.models.llamacpp import LlamaCppModel
 from clinieval.models.spec import BackendOptions
 from clinieval.suite.part import Cell, Shared, SuiteJudge, SuiteModel, SuitePart
 from tests.fault_server import FaultServer
+from tests.suite_helpers import CountedCalls
 
 MODEL = "llamacpp:smollm2-135m-instruct"
 SERVER_FIT = {"tokenizer": "tiktoken:cl100k_base", "max_context": 1024}
@@ -94,27 +93,12 @@ def test_prepare_refuses_a_set_with_nothing_to_score(data: Path, tmp_path: Path)
     ]
 
 
-class _Counted:
-    """Counts the embedded model's calls (a wrapper around the real methods)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        for name in ("generate", "loglikelihood"):
-            real = getattr(LlamaCppModel, name)
-
-            async def counted(model: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
-                self.calls += 1
-                return await _real(model, *args, **kwargs)
-
-            monkeypatch.setattr(LlamaCppModel, name, counted)
-
-
 @pytest.mark.slow
 def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
     data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     part = _part()
-    counted = _Counted(monkeypatch)
+    counted = CountedCalls(monkeypatch)
     verdicts = _verdicts()
     with FaultServer(responder=lambda _: next(verdicts)) as judge:
         shared = Shared(
