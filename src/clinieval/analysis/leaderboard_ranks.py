@@ -26,7 +26,7 @@ Replicates are drawn from ``numpy.random.default_rng(seed)`` in the same stream 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from clinieval.analysis.rank_agreement import rank_instability
 from clinieval.analysis.rankings import ScoreTable
+from clinieval.analysis.uncertainty import cluster_index, resample_blocks
 from clinieval.errors import UserError
 
 __all__ = [
@@ -65,23 +66,13 @@ def _codes(clusters: Sequence[Hashable] | None, n: int, where: str) -> tuple[NDA
         return np.arange(n, dtype=np.int64), n
     if len(clusters) != n:
         raise UserError(f"{where}: {n} items but {len(clusters)} cluster ids; give one per item")
-    index: dict[Hashable, int] = {}
-    codes = np.array([index.setdefault(c, len(index)) for c in clusters], dtype=np.int64)
-    if len(index) < 2:
+    codes, groups = cluster_index(clusters)
+    if groups < 2:
         raise UserError(
-            f"{where}: the items every model answered come from {len(index)} patient; ranks resampled by"
+            f"{where}: the items every model answered come from {groups} patient; ranks resampled by"
             " patient need at least 2 patients (evaluate more items: raise the limit)"
         )
-    return codes, len(index)
-
-
-def _draws(rng: np.random.Generator, g: int, k: int, resamples: int) -> Iterator[NDArray[np.int64]]:
-    rows = max(1, _BLOCK // max(g * k, 1))
-    left = resamples
-    while left:
-        r = min(rows, left)
-        yield rng.integers(0, g, size=(r, g))
-        left -= r
+    return codes, groups
 
 
 def bootstrap_ranks(
@@ -109,7 +100,8 @@ def bootstrap_ranks(
     np.add.at(sums, codes, table)
     sizes = np.bincount(codes, minlength=g).astype(np.float64)
     parts: list[FloatArray] = []
-    for idx in _draws(np.random.default_rng(seed), g, k, resamples):
+    draws = resample_blocks(np.random.default_rng(seed), g, resamples, row_cost=g * k, block=_BLOCK)
+    for idx in draws:
         r = idx.shape[0]
         # how many times each cluster was drawn in each replicate
         counts = np.bincount((idx + np.arange(r)[:, None] * g).ravel(), minlength=r * g)

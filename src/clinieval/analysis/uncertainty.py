@@ -55,9 +55,13 @@ Statistic: TypeAlias = Callable[[FloatArray], float]
 _BLOCK = 1 << 22
 
 
-def _resample_blocks(rng: np.random.Generator, n: int, resamples: int) -> Iterator[NDArray[np.int64]]:
-    """Index rows (resamples x n) drawn with replacement, in blocks of bounded size."""
-    rows = max(1, _BLOCK // max(n, 1))
+def resample_blocks(
+    rng: np.random.Generator, n: int, resamples: int, *, row_cost: int | None = None, block: int = _BLOCK
+) -> Iterator[NDArray[np.int64]]:
+    """Index rows (resamples x n) drawn with replacement, in blocks of about ``block`` cells; a row
+    costs ``row_cost`` cells downstream (default ``n``: the index row itself), so the block bounds
+    the memory of whatever the caller builds from it."""
+    rows = max(1, block // max(n if row_cost is None else row_cost, 1))
     left = resamples
     while left:
         r = min(rows, left)
@@ -76,7 +80,7 @@ def _replicates(
 ) -> FloatArray:
     """The statistic on each bootstrap resample of ``arr`` (vectorised for the mean)."""
     parts: list[FloatArray] = []
-    for idx in _resample_blocks(rng, arr.size, resamples):
+    for idx in resample_blocks(rng, arr.size, resamples):
         sample = arr[idx]
         if statistic is None:
             parts.append(sample.mean(axis=1))
@@ -122,15 +126,21 @@ def bootstrap_ci(
     return _percentile_interval(_replicates(arr, statistic, reps, rng), lvl)
 
 
+def cluster_index(clusters: Sequence[Hashable]) -> tuple[NDArray[np.int64], int]:
+    """Each item's cluster as a number 0..g-1 (in order of first appearance), and g."""
+    index: dict[Hashable, int] = {}
+    codes = np.array([index.setdefault(c, len(index)) for c in clusters], dtype=np.int64)
+    return codes, len(index)
+
+
 def _cluster_codes(clusters: Sequence[Hashable], n: int) -> tuple[NDArray[np.int64], int]:
     labels = list(clusters)
     if len(labels) != n:
         raise UserError(f"values has {n} items but clusters has {len(labels)}; give one cluster id per item")
-    index: dict[Hashable, int] = {}
-    codes = np.array([index.setdefault(c, len(index)) for c in labels], dtype=np.int64)
-    if len(index) < 2:
+    codes, groups = cluster_index(labels)
+    if groups < 2:
         raise UserError("a clustered bootstrap needs at least 2 clusters; all items share one cluster")
-    return codes, len(index)
+    return codes, groups
 
 
 def _cluster_mean_replicates(
@@ -139,7 +149,7 @@ def _cluster_mean_replicates(
     """The pooled item mean of each cluster-bootstrap resample (clusters drawn with replacement)."""
     sums = np.bincount(codes, weights=arr, minlength=g)
     sizes = np.bincount(codes, minlength=g).astype(np.float64)
-    parts = [sums[idx].sum(axis=1) / sizes[idx].sum(axis=1) for idx in _resample_blocks(rng, g, resamples)]
+    parts = [sums[idx].sum(axis=1) / sizes[idx].sum(axis=1) for idx in resample_blocks(rng, g, resamples)]
     return np.concatenate(parts)
 
 
@@ -170,7 +180,7 @@ def cluster_bootstrap_ci(
     estimates = np.array(
         [
             statistic(np.concatenate([members[c] for c in row]))
-            for idx in _resample_blocks(rng, g, reps)
+            for idx in resample_blocks(rng, g, reps)
             for row in idx
         ],
         dtype=np.float64,
