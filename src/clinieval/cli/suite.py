@@ -47,8 +47,9 @@ def suite_parts() -> list[SuitePart]:
     return [p for b in BENCHMARKS if (p := b.suite()) is not None]
 
 
-def backend_for(settings: EndpointSettings) -> BackendOptions:
-    """A suite's ``[endpoints]`` table as the command line's endpoint options would open models."""
+def backend_for(settings: EndpointSettings) -> tuple[BackendOptions, int | None]:
+    """A suite's ``[endpoints]`` table as the command line's endpoint options read it: the options
+    models are opened with, and the requests each run keeps in flight."""
     from clinieval.cli_commands import Endpoints
 
     endpoints = Endpoints(
@@ -63,7 +64,7 @@ def backend_for(settings: EndpointSettings) -> BackendOptions:
         ray_address=settings.ray_address,
         ray_workers=settings.ray_workers,
     )
-    return endpoints.backend()
+    return endpoints.backend(), endpoints.in_flight()
 
 
 def _read(path: Path) -> Suite:

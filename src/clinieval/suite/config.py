@@ -26,7 +26,10 @@ from clinieval.suite.layout import EndpointSettings, common_keys, in_suite_terms
 from clinieval.suite.part import Shared, SuiteJudge, SuiteModel, SuitePart
 from clinieval.suite.schema import check, to_options, where
 
-BackendFor = Callable[[EndpointSettings], BackendOptions]
+BackendFor = Callable[[EndpointSettings], tuple[BackendOptions, int | None]]
+"""The ``[endpoints]`` table read as the command line's endpoint options read it: the options
+every model is opened with, and the requests each run keeps in flight (the CLI's one rule for
+both, handed down because this layer sits below it)."""
 """How the command layer turns the ``[endpoints]`` table into the options models are opened with."""
 
 
@@ -91,7 +94,7 @@ def parse_suite(text: str, path: Path, parts: Sequence[SuitePart], backend: Back
     if endpoints.ca_bundle is not None and not endpoints.ca_bundle.is_absolute():
         endpoints = dataclasses.replace(endpoints, ca_bundle=path.parent / endpoints.ca_bundle)
     try:
-        options = backend(endpoints)
+        options, in_flight = backend(endpoints)
     except UserError as e:
         raise UserError(f"{source}: [endpoints] {e}") from None
     models = tuple(SuiteModel(name, spec) for name, spec in data["models"].items())
@@ -100,7 +103,7 @@ def parse_suite(text: str, path: Path, parts: Sequence[SuitePart], backend: Back
         judge = SuiteJudge(data["judge"]["model"], data["judge"].get("repeats", 1))
     _check_specs(models, judge, data, options, source)
     seed, limit = int(data.get("seed", 0)), data.get("limit")
-    shared = Shared(backend=options, concurrency=_in_flight(endpoints), limit=limit, seed=seed, judge=judge)
+    shared = Shared(backend=options, concurrency=in_flight, limit=limit, seed=seed, judge=judge)
     by_name = {p.name: p for p in parts}
     entries = tuple(
         _entry(by_name[name], table, shared, source) for name, table in data["benchmarks"].items()
@@ -117,12 +120,6 @@ def parse_suite(text: str, path: Path, parts: Sequence[SuitePart], backend: Back
         benchmarks=entries,
         data=data,
     )
-
-
-def _in_flight(endpoints: EndpointSettings) -> int | None:
-    """Requests each run keeps in flight: ``concurrency``; under Ray None, as the CLI does (each
-    worker keeps ``concurrency`` in flight and the model sums them)."""
-    return None if endpoints.executor == "ray" else endpoints.concurrency
 
 
 def _entry(part: SuitePart, table: Mapping[str, Any], shared: Shared, source: str) -> BenchmarkEntry:
