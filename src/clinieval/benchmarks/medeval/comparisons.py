@@ -25,26 +25,30 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clinieval.benchmarks.medeval.arms import Arm, Settings
 from clinieval.benchmarks.medeval.items import TaskName
 from clinieval.benchmarks.medeval.task_table import TASK_TABLE
+
+if TYPE_CHECKING:
+    from clinieval.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 
 FAMILIES = ("adapted PLM", "prompted LLM")
 
 
+def record_score(task: TaskName, record: SampleRecord) -> float | None:
+    """One record's score for ``task`` on 0-100, an unqualified answer 0; None when the record
+    has no score for it (its model call failed before scoring)."""
+    score = record.scores.get(f"medeval_{task}")
+    return None if score is None else TASK_TABLE[task].item_scale * (score.value or 0.0)
+
+
 def per_item(arm: Arm) -> dict[str, float]:
     """Sample id -> the arm's per-item score on 0-100, failed calls and unqualified answers as 0."""
-    out: dict[str, float] = {}
-    scale = TASK_TABLE[arm.task].item_scale
-    for r in arm.records:
-        score = r.scores.get(f"medeval_{arm.task}")
-        value = None if score is None else score.value
-        out[r.sample.id] = scale * (value or 0.0)
-    return out
+    return {r.sample.id: record_score(arm.task, r) or 0.0 for r in arm.records}
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -332,15 +332,12 @@ over 3 minutes on a busy 2-core machine."""
 def item_score(task: TaskName, record: SampleRecord) -> float | None:
     """A record's per-item score on 0-1 (None: the model call failed): the task's own per-answer
     score, an unqualified answer 0 (the paper's counted-wrong view)."""
-    from clinieval.benchmarks.medeval.task_table import TASK_TABLE
+    from clinieval.benchmarks.medeval.comparisons import record_score
 
     if record.output is None or not record.output.ok:
         return None
-    score = record.scores.get(f"medeval_{task}")
-    if score is None:
-        return None
-    entry = TASK_TABLE[task]
-    return entry.item_scale * (score.value or 0.0) / 100.0
+    value = record_score(task, record)
+    return None if value is None else value / 100.0
 
 
 def _baselines(payload: _Payload, out: Path) -> tuple[list[Any], tuple[Path, Path] | None]:
