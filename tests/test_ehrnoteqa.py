@@ -251,7 +251,8 @@ CHOICE_REPLIES = [
     ("", None),
     ("   ", None),
     ("I cannot determine this.", None),
-    ("Verdict: yes\nVerdict: no", 0.0),  # the last verdict line: the judge corrected itself
+    ("Verdict: yes\nOn a second reading the dose differs.\nVerdict: no", 0.0),  # the last verdict: corrected
+    ("Verdict: yes\nVerdict: no", None),  # back to back, nothing between: an unexplained conflict
     ("The model is partially correct", None),
 ]
 

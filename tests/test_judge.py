@@ -569,7 +569,8 @@ def test_an_echoed_prompt_is_cut_before_the_verdict_is_read() -> None:
         ("Yes and no: it names the drug but not the dose.", None),
         ("yes/no", None),
         ('I must respond "yes" or "no".', None),
-        ("Verdict: yes. On reflection, no.", None),
+        ("Verdict: yes. On reflection, no.", False),  # a stated revision replaces what it revises
+        ("Verdict: yes. No.", None),  # an unexplained conflict
         ("Respond solely with yes or no", None),
     ],
 )
@@ -584,7 +585,12 @@ def test_yes_no_mixed_and_hedged(text: str, expected: bool | None) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Score: 1\nReasoning: right.\nScore: 0", 0.0),  # the last Score: line: a corrected verdict
+        (
+            "Score: 1\nReasoning: it names the drug, but not the dose, so\nScore: 0",
+            0.0,
+        ),  # reasons, then a new score
+        ("Score: 1\nReasoning: it names the drug, but not the dose.\nScore: 0", None),  # no revision stated
+        ("Score: 1\nScore: 0", None),  # back to back, nothing between: an unexplained conflict
         ("Score: 1\nReasoning: right.\nScore: 1", 1.0),
         ("Score 1 if the model's answer is correct", None),  # the instruction, not a verdict
         ("Reasoning: it is wrong.\nScore: 0", 0.0),

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Literal, get_args
 
+from clinieval.scoring.reading import hedges, is_refusal, revised_later, revises
+
 Reason = Literal[
     "empty",
     "no_verdict",
@@ -52,6 +54,10 @@ Reason = Literal[
     "missing",
     "extra",
     "order",
+    "hedged",
+    "several_options",
+    "refusal",
+    "echoed_prompt",
 ]
 """Why a reply is unparsed:
 
@@ -67,7 +73,11 @@ Reason = Literal[
 * ``conflict``: the final block gives the verdict twice with different values, or hedges;
 * ``missing``: an item (a doctor, a JSON field) has no value;
 * ``extra``: a value for an item that does not exist (``Doctor 4`` of three answers);
-* ``order``: the items are not in the order the format fixes (AutoMedEval: Doctor 1..k).
+* ``order``: the items are not in the order the format fixes (AutoMedEval: Doctor 1..k);
+* ``hedged``: the verdict hedges between values ("3 (maybe 4)", "yes or no");
+* ``several_options``: the reply names several options without choosing one;
+* ``refusal``: the reply refuses the task or offers help instead of a verdict;
+* ``echoed_prompt``: the answer mostly repeats its prompt (:mod:`clinieval.scoring.echo`).
 """
 
 REASONS: tuple[Reason, ...] = get_args(Reason)
@@ -153,6 +163,40 @@ def read_number(
         raise VerdictParseError(f"{name} {shown!r} is not out of {high:g}", "wrong_scale")
     value = check_range(_to_float(m.group("a")), low, high, name, integral=integral)
     return Number(value, m.end())
+
+
+_LATER_NUMBER = re.compile(r"(?<![\w.])[+-]?\d+(?:[.,]\d+)?(?![\w]|[.,]\d)")
+REVISION_GAP = 40
+"""Characters a revision may stand between a value and the value that replaces it in one block
+("3 points, but on reflection 4 points")."""
+HEDGE_GAP = 20
+"""Characters a hedge may stand between a value and a second one ("3 (maybe 4)", "4, or possibly 3")."""
+
+
+def read_committed(
+    text: str, start: int, end: int, low: float, high: float, name: str, *, integral: bool = True
+) -> Number | None:
+    """The value a verdict commits to at ``text[start:end]`` (one block's slot, e.g. a line).
+
+    The reading policy inside a block: a second value after a stated revision ("0, but on
+    reflection 1") replaces the first; a second value after a hedge ("3 (maybe 4)", "4, or
+    possibly 3") is unparsed ``hedged``; any other later number ("1 (2 of 3 key facts)") is the
+    rationale's, not the verdict's.
+    """
+    number = read_number(text[:end], start, low, high, name, integral=integral)
+    if number is None:
+        return None
+    later = _LATER_NUMBER.search(text, number.end, end)
+    if later is None:
+        return number
+    between = text[number.end : later.start()]
+    if len(between) <= REVISION_GAP and revises(between):
+        revised = read_committed(text, later.start(), end, low, high, name, integral=integral)
+        return revised if revised is not None else number
+    if len(between) <= HEDGE_GAP and hedges(between):
+        shown = text[start : later.end()].strip()[:40]
+        raise VerdictParseError(f"{name} {shown!r} hedges between two values", "hedged")
+    return number
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,11 +286,19 @@ def _strip_echoes(text: str, echoes: Sequence[str]) -> tuple[str, bool]:
 
 
 def _entries(fmt: NumberedFormat, text: str, start: int, end: int) -> Iterator[_Entry]:
-    for m in fmt.entry().finditer(text, start, end):
+    """Each ``Doctor N:`` of the block, its value read up to the next item or the line's end (a
+    revision or a hedge inside that slot counts: :func:`read_committed`)."""
+    found = list(fmt.entry().finditer(text, start, end))
+    for i, m in enumerate(found):
         n = int(m.group("n"))
         raw = re.split(r"[.;,\n]", text[m.end() : m.end() + 40], maxsplit=1)[0].strip()
+        line_end = text.find("\n", m.end(), end)
+        slot_end = min(
+            found[i + 1].start() if i + 1 < len(found) else end, line_end if line_end >= 0 else end
+        )
         try:
-            value, error = read_number(text[:end], m.end(), fmt.low, fmt.high, f"{fmt.item} {n}:"), None
+            value = read_committed(text, m.end(), slot_end, fmt.low, fmt.high, f"{fmt.item} {n}:")
+            error = None
         except VerdictParseError as e:
             value, error = None, e
         yield _Entry(n, m.start(), value, error, raw)
@@ -280,6 +332,17 @@ def _bare_tail(fmt: NumberedFormat, text: str) -> int | None:
     return start
 
 
+_SCORE_WORDS = re.compile(r"(?i)\b(?:scores?|scoring|rat(?:ing|ings|ed)|points?|grades?|verdicts?|marks?)\b")
+
+
+def _counts_header(text: str, tail: int) -> bool:
+    """Whether the bare lines at ``tail`` sit under a heading that names something other than a
+    score ("Number of key facts each answer covers:"): counts, not a verdict."""
+    before = text[:tail].rstrip().rsplit("\n", 1)[-1]
+    heading = before.strip().strip("*_`# ")
+    return heading.endswith((":", "\uff1a")) and _SCORE_WORDS.search(heading) is None
+
+
 def _locate(fmt: NumberedFormat, text: str, echoed: bool) -> NumberedReading | None:
     """The final verdict block of ``text``: after its last marker, up to a rationale header, or
     a paragraph break once every item has a value."""
@@ -288,7 +351,7 @@ def _locate(fmt: NumberedFormat, text: str, echoed: bool) -> NumberedReading | N
         start, body = markers[-1].start(), markers[-1].end()
     else:
         tail = _bare_tail(fmt, text)
-        if tail is None:
+        if tail is None or _counts_header(text, tail):
             return None
         start = body = tail
     header = _RATIONALE_HEADER.search(text, body)
@@ -310,9 +373,24 @@ def _end_at_paragraph(fmt: NumberedFormat, reading: NumberedReading, k: int) -> 
     return reading
 
 
+def _untable(fmt: NumberedFormat, text: str) -> str:
+    """A markdown table of scores ("| Doctor 1 | 3 |") as the format's own lines ("Doctor 1: 3"),
+    its header and rule rows dropped: the same verdict, laid out as a table."""
+    item = re.escape(fmt.item)
+    if not re.search(rf"(?im)^[ \t]*\|[ \t]*{MARK}{item}", text):
+        return text
+    text = re.sub(
+        rf"(?im)^[ \t]*\|[ \t]*{MARK}({item}[ \t]*\d+){MARK}[ \t]*\|[ \t]*([^|\n]*?)[ \t]*\|.*$",
+        r"\1: \2",
+        text,
+    )
+    text = re.sub(r"(?m)^[ \t]*\|[ \t:|-]*\|[ \t]*$\n?", "", text)
+    return re.sub(rf"(?im)^[ \t]*\|[ \t]*{item}[ \t]*\|[^\n]*$\n?", "", text)
+
+
 def locate_numbered(reply: str, k: int, fmt: NumberedFormat) -> NumberedReading | None:
     """The final verdict block of ``reply``, without raising; None when it has none."""
-    text, echoed = _strip_echoes(reply, fmt.echoes)
+    text, echoed = _strip_echoes(_untable(fmt, reply), fmt.echoes)
     if fmt.next_item is not None:
         markers = [m.span() for m in fmt.marker_pattern().finditer(text)]
         for header in re.finditer(fmt.next_item, text):
@@ -381,14 +459,43 @@ def numbered_scores(reply: str, k: int, fmt: NumberedFormat) -> list[int]:
     if reading is None:
         if _strip_echoes(reply, fmt.echoes)[1]:
             raise VerdictParseError("the only verdict is a copy of the prompt's worked example", "echo")
+        if is_refusal(reply):
+            raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
         raise VerdictParseError(f"no '{fmt.marker}: {fmt.item} 1: S ...' verdict in the output", "no_verdict")
     scores = _scores(fmt, reading, k)
+    _unexplained_block_change(fmt, reading, k, scores)
+    if revised_later(reading.text[reading.end :], r"\d"):
+        raise VerdictParseError(
+            "the reply revises its verdict after it, in no form that can be read", "conflict"
+        )
     for echo in fmt.echoes:
         if _copies(fmt, reading, scores, echo, k):
             raise VerdictParseError(
                 "the verdict is the prompt's worked example, copied with its analysis", "echo"
             )
     return scores
+
+
+def _unexplained_block_change(
+    fmt: NumberedFormat, reading: NumberedReading, k: int, scores: list[int]
+) -> None:
+    """An earlier complete verdict block with other scores must be revised in words ("Wait, ...",
+    "On reflection ...", "Corrected score:") before the final one; else ``conflict``."""
+    text = reading.text
+    markers = [m for m in fmt.marker_pattern().finditer(text) if m.start() < reading.start]
+    label = re.search(rf"(?i)\b{_REVISED_LABEL}\W*$", text[max(0, reading.start - 30) : reading.start])
+    for i in range(len(markers) - 1, -1, -1):
+        stop = markers[i + 1].start() if i + 1 < len(markers) else reading.start
+        earlier = _end_at_paragraph(fmt, NumberedReading(text, markers[i].start(), stop, reading.echoed), k)
+        try:
+            before = _scores(fmt, earlier, k)
+        except VerdictParseError:
+            continue
+        if before == scores:
+            continue
+        if label is None and not revises(text[markers[i].end() : reading.start]):
+            raise VerdictParseError("the output gives two different verdicts, no revision stated", "conflict")
+        return
 
 
 ECHO_RUN = 80
@@ -423,13 +530,22 @@ def _copies(fmt: NumberedFormat, reading: NumberedReading, scores: list[int], ec
 # --------------------------------------------------------------------------------------------
 # One labelled score: "Score: 4", "score = 3/5"
 
-_FRACTION = re.compile(r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_FRACTION = re.compile(
+    r"(?<![\d.])(-?\d+(?:\.\d+)?)\s*(?:points?\s+)?(?:/|out\s+of)\s*(\d+(?:\.\d+)?)", re.IGNORECASE
+)
+
+
+_REVISED_LABEL = r"(?:final|overall|revised|corrected|updated|new|my)"
 
 
 def score_marker(label: str = "score") -> re.Pattern[str]:
     """A verdict line ``LABEL: N`` at the start of a line (markup, any case, a colon of either
-    width, ``=`` or ``is``)."""
-    return re.compile(rf"(?im)^[^\w\n]*{re.escape(label)}{MARK}[ \t]*(?:{COLON}|=|is\b){MARK}")
+    width, ``=`` or ``is``); a stated revision's own label (``Final score:``, ``Corrected score:``)
+    is one too, and, being later, replaces the line it revises."""
+    return re.compile(
+        rf"(?im)^[^\w\n(\"'\u201c]*(?:{_REVISED_LABEL}[ \t]+)?{re.escape(label)}{MARK}"
+        rf"[ \t]*(?:{COLON}|=|is\b){MARK}"
+    )
 
 
 def _inline_marker(label: str) -> re.Pattern[str]:
@@ -451,26 +567,88 @@ def score_verdict(
     lines = list(score_marker(label).finditer(text))
     if lines:
         m = lines[-1]
-        number = read_number(text, m.end(), low, high, label, integral=integral)
+        line_end = text.find("\n", m.end())
+        line_end = line_end if line_end >= 0 else len(text)
+        number = read_committed(text, m.end(), line_end, low, high, label, integral=integral)
         if number is None:
-            line_end = text.find("\n", m.end())
-            value = text[m.end() : line_end if line_end >= 0 else len(text)].strip()[:40]
+            value = text[m.end() : line_end].strip()[:40]
             raise VerdictParseError(f"{label} {value!r} is not a number", "not_a_verdict")
-        return number.value
+        if len(lines) > 1:
+            _unexplained_change(text, lines[:-1], m, number.value, (low, high, label, integral))
+        return _unrevised(text, line_end, number.value)
     for m in reversed(list(_inline_marker(label).finditer(text))):
-        number = read_number(text, m.end(), low, high, label, integral=integral)
+        line_end = text.find("\n", m.end())
+        line_end = line_end if line_end >= 0 else len(text)
+        number = read_committed(text, m.end(), line_end, low, high, label, integral=integral)
+        if number is not None:
+            return _unrevised(text, line_end, number.value)
+    fractions = list(_FRACTION.finditer(text))
+    bare = _BARE_SCORE.match(text) or _BARE_SCORE.search(text.rstrip())
+    if not fractions and bare is not None:
+        at = bare.start("value") if bare.group("value") is not None else bare.start("last")
+        number = read_number(text, at, low, high, label, integral=integral)
         if number is not None:
             return number.value
-    fractions = list(_FRACTION.finditer(text))
     if not fractions:
+        if is_refusal(text):
+            raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
         raise VerdictParseError(f"no {label} in the output", "no_verdict")
     values = {(float(f.group(1)), float(f.group(2))) for f in fractions}
     if len(values) > 1:
         shown = ", ".join(repr(f.group(0).strip()) for f in fractions[:3])
         raise VerdictParseError(f"the output gives different {label}s ({shown})", "conflict")
-    number = read_number(text, fractions[-1].start(), low, high, label, integral=integral)
-    assert number is not None
-    return number.value
+    (shown_value, of), *_ = values
+    if of != high:
+        raise VerdictParseError(
+            f"{label} {fractions[-1].group(0).strip()!r} is not out of {high:g}", "wrong_scale"
+        )
+    return check_range(shown_value, low, high, label, integral=integral)
+
+
+_BARE_SCORE = re.compile(
+    rf"(?:^[ \t*_`]*(?P<value>[+-]?\d+(?:\.\d+)?)[ \t]*(?:points?)?{MARK}[ \t]*[.]?[ \t]*(?:\n|$)"
+    rf"|(?:^|\n)[ \t*_`]*(?P<last>[+-]?\d+(?:\.\d+)?)[ \t]*(?:points?)?{MARK}[ \t]*[.]?[ \t]*$)"
+)
+"""A reply whose first or last line is only a number ("5", "**4**", "3 points"): a score judge's
+bare verdict."""
+
+
+def _unexplained_change(
+    text: str,
+    earlier: Sequence[re.Match[str]],
+    last: re.Match[str],
+    value: float,
+    scale: tuple[float, float, str, bool],
+) -> None:
+    """A verdict line that changes an earlier one must say so: a revision stated between them
+    ("On reflection, ...", "..., so"), or in its label ("Final score:"). Without one the two are
+    an unexplained conflict ("Score: 4\nThe answer is partly right.\nScore: 2"), not a revision."""
+    low, high, label, integral = scale
+    if re.match(rf"(?i)[^\w\n]*{_REVISED_LABEL}\b", last.group(0)):
+        return  # "Final score: 4" states the revision in its label
+    for before in reversed(earlier):
+        end = text.find("\n", before.end())
+        end = end if end >= 0 else len(text)
+        try:
+            number = read_committed(text, before.end(), end, low, high, label, integral=integral)
+        except VerdictParseError:
+            continue
+        if number is None or number.value == value:
+            continue
+        if not revises(text[number.end : last.start()]):
+            raise VerdictParseError(
+                f"the output gives two different {label}s, no revision stated", "conflict"
+            )
+        return
+
+
+def _unrevised(text: str, end: int, value: float) -> float:
+    """``value``, unless what follows its line revises it in a form no reader can take."""
+    if revised_later(text[end:], r"\d"):
+        raise VerdictParseError(
+            "the reply revises its score after it, in no form that can be read", "conflict"
+        )
+    return value
 
 
 def section(text: str, label: str, *, stop: re.Pattern[str] | None = None) -> str | None:

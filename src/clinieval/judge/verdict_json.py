@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from clinieval.judge.verdict import VerdictParseError
+from clinieval.scoring.reading import is_refusal, revised_later, revises
 
 __all__ = ["as_mapping", "final_json_object", "json_field"]
 
@@ -139,17 +140,44 @@ def final_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]
         if wanted <= {_norm_key(k) for k in obj}:
             candidates.append((start, end, obj))
     if not found_any:
+        if is_refusal(text):
+            raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
         raise VerdictParseError("no JSON object in the output", "no_verdict")
     if not candidates:
         raise VerdictParseError(f"no JSON object with all of {', '.join(required)}", "missing")
     outer = [
         c for c in candidates if not any(o[0] <= c[0] and c[1] <= o[1] and o is not c for o in candidates)
     ]
-    *_, obj = outer[-1]
+    start, end, obj = outer[-1]
+    _unexplained_change(text, outer, wanted)
+    if revised_later(text[end:], r"(?i)[{\d]|\b(?:true|false|yes|no)\b"):
+        raise VerdictParseError(
+            "the reply revises its verdict after it, in no form that can be read", "conflict"
+        )
     twice = [k for k in obj.twice if not wanted or _norm_key(k) in wanted]
     if twice:
         raise VerdictParseError(f"the verdict gives {twice[0]!r} twice with different values", "conflict")
     return dict(obj)
+
+
+def _unexplained_change(text: str, outer: list[tuple[int, int, _Object]], wanted: set[str]) -> None:
+    """An earlier complete verdict object with other values must be revised in words between the
+    two ("Wait, I was wrong. Corrected: {...}"); two objects back to back are a ``conflict``."""
+    start, _, last = outer[-1]
+
+    def values(obj: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            _norm_key(k): v for k, v in obj.items() if _norm_key(k) in wanted and _norm_key(k) != "rationale"
+        }
+
+    for _, end, earlier in reversed(outer[:-1]):
+        if values(earlier) == values(last):
+            continue
+        if not revises(text[end:start]):
+            raise VerdictParseError(
+                "the output gives two different verdict objects, no revision stated", "conflict"
+            )
+        return
 
 
 def json_field(obj: Mapping[str, Any], name: str) -> Any:

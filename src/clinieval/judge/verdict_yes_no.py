@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from clinieval.judge.verdict import COLON, MARK, PLACEHOLDER, VerdictParseError
+from clinieval.scoring.reading import REVISION, is_refusal, revised_later, revises
 
 __all__ = ["VERDICT_LABELS", "label_line", "yes_no_value", "yes_no_verdict"]
 
@@ -22,19 +23,41 @@ _NOT_A_VERDICT = re.compile(
     r"|yes\s+and|no\s+and|yes\s+or|no\s+or)\b",
     re.IGNORECASE,
 )
-_HEDGE = re.compile(r"\b(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", re.IGNORECASE)
+_HEDGE = re.compile(
+    r"\b(?:yes|no)\W{0,3}(?:and|or|but|/)\s*(?:yes|no)\b|\byes\s*[,/]\s*no\b|\bno\s*[,/]\s*yes\b"
+    r"|\b(?:partial(?:ly)?|partly|somewhat|conditionally|mostly|half)\s+(?:yes|no)\b",
+    re.IGNORECASE,
+)
 _FINAL_WORD = re.compile(r"(?<![\w\"'\u201c\u201d\u2018\u2019])(yes|no)[.!]?\s*$", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(?:yes|no)\b", re.IGNORECASE)
 _BARE = re.compile(r"\W*(yes|no)\W*", re.IGNORECASE)
+_RESTATED_OPTION = re.compile(r"(?i)(?<![\w])\(?[A-E][.):]\)?[ \t]*(?:yes|no)\b")
+"""An option of a multiple-choice question restated ("B. No", "(A) Yes"): the question's words,
+not the judge's verdict."""
+_RESTATED_LINE = re.compile(rf"(?im)^.*{_RESTATED_OPTION.pattern[4:]}.*$")
+_GOES_ON = re.compile(
+    r"^\s+(?!(?:because|since|as|given|based|but|the|it|this|that|correct|incorrect|right|wrong|and)\b)[a-z]"
+)
+"""After a yes or no, a word that makes it part of a sentence ("yes would need the 5 mg dose"),
+not a verdict ("yes because ...", "no, the dose differs")."""
+_YES_NO_VALUE = r"(?i)\b(?:yes|no)\b"
+_REVISED_TO = re.compile(
+    r"(?i)[\W_]{0,6}(?:(?:on\s+reflection|it\s+is|the\s+answer\s+is)[\W_]{1,6})?(yes|no)\b(?!\s+[a-z])"
+)
+"""The verdict a stated revision gives right after its cue ("On reflection: no.")."""
 
-VERDICT_LABELS = r"(?:final\s+)?(?:answer|verdict|conclusion|judg(?:e)?ment|decision|response)"
+VERDICT_LABELS = (
+    r"(?:(?:final\s+)?(?:answer|verdict|conclusion|judg(?:e)?ment|decision|response)|yes\s*(?:/|or)\s*no)"
+)
 """The labels a yes/no verdict line may carry when the prompt declares none."""
 
 
 def label_line(labels: str) -> re.Pattern[str]:
     """A line ``LABEL: value`` (markup, any case, a colon of either width or ``-``); group 1 is
     the value."""
-    return re.compile(rf"(?im)^[^\w\n]*{labels}{MARK}[ \t]*(?:{COLON}|-)[ \t]*(.*)$")
+    quote = "[\"']?"  # a JSON key: {"answer": "yes"}
+    start = r"^[^\w\n(\"'\u201c\u2018\[{]*(?:\{[ \t]*)?"  # not a label quoted or in brackets
+    return re.compile(rf"(?im){start}{quote}{labels}{quote}{MARK}[ \t]*(?:{COLON}|-)[ \t]*(.*)$")
 
 
 def _opening_word(text: str) -> bool | None:
@@ -43,7 +66,7 @@ def _opening_word(text: str) -> bool | None:
     if _NOT_A_VERDICT.match(bare):
         return None
     m = _FIRST_WORD.match(bare)
-    if m is None:
+    if m is None or _GOES_ON.match(bare, m.end()):
         return None
     word = m.group(1).lower()
     return True if word == "yes" else False if word == "no" else None
@@ -53,14 +76,17 @@ def _opening_and_final(block: str, tail: str) -> set[bool]:
     """The verdicts a block opens with and ``tail`` (the block as the final word is read in it)
     ends with; a hedge anywhere in the block ("yes or no") is unparsed."""
     if _HEDGE.search(_YN_MARKUP.sub("", block)):
-        raise VerdictParseError("the output hedges between yes and no", "conflict")
+        raise VerdictParseError("the output hedges between yes and no", "hedged")
     found: set[bool] = set()
     first = _opening_word(block)
     if first is not None:
         found.add(first)
     final = _FINAL_WORD.search(tail.rstrip())
     if final is not None:
-        found.add(final.group(1).lower() == "yes")
+        last = final.group(1).lower() == "yes"
+        if first is not None and first != last and revises(tail[: final.start()]):
+            return {last}  # "yes. On reflection, no.": the stated revision replaces what it revises
+        found.add(last)
     return found
 
 
@@ -77,6 +103,8 @@ def yes_no_value(value: str) -> bool:
     where it ends, which must agree; the format echoed (``<yes or no>``) or a hedge is unparsed."""
     if PLACEHOLDER.search(value) and _YES_NO.search(value):
         raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is the format, echoed", "not_a_verdict")
+    if _RESTATED_OPTION.match(_YN_MARKUP.sub("", value).strip()):
+        raise VerdictParseError(f"{value.strip()[:40]!r} restates an option, not a verdict", "not_a_verdict")
     found = _opening_and_final(value, _YN_MARKUP.sub("", value))
     if not found:
         raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is not yes or no", "not_a_verdict")
@@ -85,14 +113,69 @@ def yes_no_value(value: str) -> bool:
 
 def _whole_reply_yes_no(text: str) -> bool:
     """A reply without a labelled verdict is one block: its opening word, lines that are only
-    yes or no, and an unquoted final word must agree."""
-    found = _opening_and_final(text, text)
-    for line in text.splitlines():
-        if _BARE.fullmatch(line):
-            verdict = _opening_word(line)
-            if verdict is not None:
-                found.add(verdict)
-    return _one_yes_no(found, "the output")
+    yes or no, and an unquoted final word must agree, unless a stated revision stands before the
+    last of them ("Yes. Wait, ... Corrected: no")."""
+    if is_refusal(text):
+        raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
+    text = _RESTATED_LINE.sub("", text)
+    if _HEDGE.search(_YN_MARKUP.sub("", text)):
+        raise VerdictParseError("the output hedges between yes and no", "hedged")
+    said: list[tuple[int, bool]] = []
+    first = _opening_word(text)
+    if first is not None:
+        said.append((0, first))
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if _BARE.fullmatch(line.strip()) and (verdict := _opening_word(line)) is not None:
+            said.append((offset, verdict))
+        offset += len(line)
+    final = _FINAL_WORD.search(text.rstrip())
+    if final is not None:
+        said.append((final.start(), final.group(1).lower() == "yes"))
+    for cue in REVISION.finditer(text):  # "On reflection: no.", "Actually, on reflection, yes: ..."
+        stated = _REVISED_TO.match(text, cue.end())
+        if stated is not None:
+            said.append((stated.start(1), stated.group(1).lower() == "yes"))
+    return _last_unless_conflict(sorted(set(said)), text)
+
+
+def _last_unless_conflict(said: list[tuple[int, bool]], text: str) -> bool:
+    """The last of the verdicts a block states, when the earlier ones agree with it or a stated
+    revision stands between the last different one and it; else ``conflict``."""
+    if not said:
+        raise VerdictParseError("no yes/no verdict in the output", "no_verdict")
+    position, last = said[-1]
+    for earlier, value in reversed(said[:-1]):
+        if value != last:
+            if revises(text[earlier:position]):
+                break
+            raise VerdictParseError("the output says both yes and no", "conflict")
+    return last
+
+
+_REVISED_LABEL = re.compile(r"(?i)[\W_]*(?:final|revised|corrected|updated|new)\b")
+
+
+def _unexplained_change(text: str, lines: list[re.Match[str]], verdict: bool) -> None:
+    """A labelled verdict that changes an earlier one must say so: a revision stated between them
+    ("Verdict: yes ... On a second reading ... Verdict: no") or in its label ("Final answer:").
+    Otherwise the two are an unexplained conflict, and the later one is not read."""
+    if _REVISED_LABEL.match(lines[-1].group(0)):
+        return  # "Final answer: no" states the revision in its label
+    for before in reversed(lines[:-1]):
+        try:
+            value = yes_no_value(before.group(1))
+        except VerdictParseError:
+            continue
+        if value == verdict:
+            continue
+        if not revises(text[before.end() : lines[-1].start()]):
+            raise VerdictParseError("the output gives two different verdicts, no revision stated", "conflict")
+        return
+
+
+def _restated(value: str) -> bool:
+    return _RESTATED_OPTION.match(_YN_MARKUP.sub("", value).strip()) is not None
 
 
 def yes_no_verdict(
@@ -106,10 +189,17 @@ def yes_no_verdict(
     """
     if not text.strip():
         raise VerdictParseError("empty judge output", "empty")
-    values = [m.group(1) for m in label_line(labels).finditer(text)]
-    worded = [v for v in values if _YES_NO.search(v)]
+    lines = list(label_line(labels).finditer(text))
+    values = [m.group(1) for m in lines]
+    worded = [m for m in lines if _YES_NO.search(m.group(1)) and not _restated(m.group(1))]
     if worded:
-        return yes_no_value(worded[-1])
+        verdict = yes_no_value(worded[-1].group(1))
+        _unexplained_change(text, worded, verdict)
+        if revised_later(text[worded[-1].end() :], _YES_NO_VALUE):
+            raise VerdictParseError(
+                "the reply revises its verdict after it, in no form that can be read", "conflict"
+            )
+        return verdict
     if unlabelled:
         try:
             return _whole_reply_yes_no(text)

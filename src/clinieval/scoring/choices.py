@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from clinieval.errors import UserError
+from clinieval.scoring.echo import echoes_prompt, mask_copies
+from clinieval.scoring.reading import is_refusal, revises
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -46,7 +49,7 @@ def _letter_patterns(count: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
     Letters are capitals only, so the article "a" never counts.
     """
     span = f"[A-{LETTERS[count - 1]}]"
-    leading = re.compile(rf"^\s*(?:\(({span})\)|\[({span})\]|({span})(?:\s*[.):]|\s*$))")
+    leading = re.compile(rf"^\s*(?:\(({span})\)|\[({span})\]|({span})(?:\s*[.):]|[ \t]*(?:\n|$)))")
     cue = re.compile(
         r"(?i:\b(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|:))?)\s*[:\-]?\s*[\(\[]?"
         rf"({span})(?![A-Za-z0-9'])"
@@ -69,3 +72,174 @@ def read_letter(answer: str, count: int) -> tuple[str | None, str | None]:
     if m:
         return m.group(1), "cue"
     return None, None
+
+
+# --------------------------------------------------------------------------------------------
+# The reading policy for a choice (docs/judge.md, "Reading policy"): one option, committed to
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceReading:
+    """Which option an answer chose (an index into the choices), how it was read, or why not.
+
+    ``reason`` is one of :data:`clinieval.judge.verdict.REASONS`' words (``several_options``,
+    ``conflict``, ``hedged``, ``refusal``, ``echoed_prompt``, ``out_of_range``, ``no_verdict``,
+    ``empty``) when ``index`` is None.
+    """
+
+    index: int | None
+    how: str | None = None
+    reason: str | None = None
+
+
+_LIST_SEP = r"[ \t]*(?:,|/|;|\bor\b|\band\b|\bversus\b|\bvs\.?)[ \t]*(?:\bor\b[ \t]*|\band\b[ \t]*)?"
+_OPENERS = r"(?:so|therefore|thus|hence|overall|finally|final(?:ly)?|in\s+conclusion|conclusion)"
+
+
+def _option_words(choices: Sequence[str]) -> re.Pattern[str]:
+    alternation = "|".join(re.escape(c) for c in sorted(choices, key=len, reverse=True))
+    return re.compile(rf"(?<![\w])({alternation})(?![\w])", re.IGNORECASE)
+
+
+def _listed_after(text: str, end: int, item: str) -> bool:
+    """Whether the option ending at ``end`` is followed by another in a list ("yes, no or maybe",
+    "A or C"): the second must itself end the list or continue it, so "Yes, no difference was
+    seen" is not a list."""
+    return (
+        re.match(
+            rf"{_LIST_SEP}{item}(?=[ \t]*(?:[,.;:/!?)\]*_\u2014\u2013-]|\bor\b|\band\b|$))", text[end:], re.I
+        )
+        is not None
+    )
+
+
+def _index_of(word: str, choices: Sequence[str]) -> int:
+    lowered = [c.lower() for c in choices]
+    return lowered.index(word.lower())
+
+
+def _option_lines(text: str, count: int) -> int:
+    """How many distinct option labels start a line ("A. ...", "(B) ..."): an answer that lists the
+    options restates the question."""
+    span = f"[A-{LETTERS[count - 1]}]"
+    return len(set(re.findall(rf"(?m)^[ \t>*_-]*\(?({span})[.)]\s", text)))
+
+
+def _cues(
+    text: str, count: int, words: re.Pattern[str], choices: Sequence[str]
+) -> list[tuple[int, int, int]]:
+    """Every cued choice ("Answer: B", "the answer is yes", "My choice: no") as (start, end, index)."""
+    found: list[tuple[int, int, int]] = []
+    cue = re.compile(
+        r"(?i:(?:\banswers?\b|\b(?:correct|best|right|final|my)\s+(?:option|choice)\b|\b(?:option|choice)(?=\s*[:\uff1a]))"
+        r"(?:\s+(?:is|would\s+be|:))?)[ \t]*[:\-\uff1a]?[ \t]*[\(\[]?"
+    )
+    span = f"[A-{LETTERS[count - 1]}]" if count else None
+    for m in cue.finditer(text):
+        if span is not None:
+            letter = re.match(rf"({span})(?![A-Za-z0-9'])", text[m.end() :])
+            if letter is None and text[m.end() - 1 : m.end()] in "([":  # "Answer: (a)": a letter in brackets
+                letter = re.match(rf"({span.lower()})(?=[)\]])", text[m.end() :])
+            if letter is not None:
+                index = ord(letter.group(1).upper()) - ord("A")
+                found.append((m.start(), m.end() + letter.end(), index))
+                continue
+        word = words.match(text, m.end())
+        if word is not None:
+            found.append((m.start(), word.end(), _index_of(word.group(1), choices)))
+    return found
+
+
+def _decide(readings: list[tuple[int, int, int]], text: str) -> ChoiceReading | None:
+    """One choice from several cued ones: all agree, or a stated revision stands between the last
+    two different ones (it replaces), else ``conflict``."""
+    if not readings:
+        return None
+    last = readings[-1]
+    for earlier in reversed(readings[:-1]):
+        if earlier[2] != last[2]:
+            between = text[earlier[1] : last[0]]
+            if revises(between) or revises(text[last[0] - 40 : last[0]]):
+                break
+            return ChoiceReading(None, None, "conflict")
+    return ChoiceReading(last[2], "cue")
+
+
+def read_choice(
+    answer: str, choices: Sequence[str], *, lettered: bool = False, sent: Sequence[str] = ()
+) -> ChoiceReading:
+    """The option an answer commits to, under the reading policy.
+
+    In order: copies of what the model was sent (``sent``: the prompt's messages) are masked, and
+    an answer that is mostly such a copy with nothing of its own to read is ``echoed_prompt``; a
+    cued choice ("Answer: B", "the answer is yes"; with ``lettered``, letters too); a refusal; a
+    leading letter label (``B.``, ``(B)``); the option the answer opens with or closes on; the one
+    option it names. An answer that lists the options (every option line, "yes, no or maybe",
+    "A or C") is ``several_options``; two different cued choices without a stated revision between
+    them are ``conflict``; a letter past the options is ``out_of_range``.
+    """
+    if not answer.strip():
+        return ChoiceReading(None, None, "empty")
+    if not choices:
+        return ChoiceReading(None, None, "no_verdict")
+    keep = [*choices, *option_lines(choices).splitlines()] if len(choices) <= len(LETTERS) else list(choices)
+    text = _MARKUP.sub("", mask_copies(answer, sent, keep=keep) if sent else answer)
+    reading = _read_committed_choice(text, choices, lettered)
+    if reading.reason in ("no_verdict", "empty") and sent and echoes_prompt(answer, sent, keep=keep):
+        return ChoiceReading(None, None, "echoed_prompt")
+    return reading
+
+
+def _read_committed_choice(text: str, choices: Sequence[str], lettered: bool) -> ChoiceReading:
+    count = len(choices) if lettered and len(choices) <= len(LETTERS) else 0
+    words = _option_words(choices)
+    if not text.strip():
+        return ChoiceReading(None, None, "empty")
+    letter_item = f"\\(?[A-{LETTERS[count - 1]}]\\)?(?![A-Za-z0-9'])" if count else None
+    word_item = words.pattern
+    cues = _cues(text, count, words, choices)
+    for start, end, _ in cues:
+        listed = any(item and _listed_after(text, end, item) for item in (letter_item, word_item))
+        if listed and not any(s > start for s, _, _ in cues):
+            return ChoiceReading(None, None, "several_options")
+    decided = _decide(cues, text)
+    if decided is not None:
+        return decided
+    if count and _option_lines(text, count) >= 2:
+        return ChoiceReading(None, None, "several_options")
+    if is_refusal(text):
+        return ChoiceReading(None, None, "refusal")
+    if count:
+        leading, _ = _letter_patterns(count)
+        m = leading.match(text)
+        if m is not None:
+            if letter_item and _listed_after(text, m.end(), letter_item):
+                return ChoiceReading(None, None, "several_options")
+            return ChoiceReading(ord(next(g for g in m.groups() if g)) - ord("A"), "label")
+        lone = re.fullmatch(r"\W*([A-Z])\W*", text)
+        if lone is not None:
+            return ChoiceReading(None, None, "out_of_range")
+    return _by_option_text(text, choices, words)
+
+
+def _by_option_text(text: str, choices: Sequence[str], words: re.Pattern[str]) -> ChoiceReading:
+    """An option's own words: the one the answer opens with or closes on, else the only one named."""
+    opening = re.match(rf"^\W*{words.pattern}", text, re.IGNORECASE)
+    if opening is not None and _listed_after(text, opening.end(), words.pattern):
+        return ChoiceReading(None, None, "several_options")
+    closing = re.search(rf"(?:^|[.:;!?\n]|\b{_OPENERS}\b)[\s,:]*{words.pattern}[\s.!]*$", text, re.IGNORECASE)
+    first = _index_of(opening.group(1), choices) if opening else None
+    last = _index_of(closing.group(1), choices) if closing else None
+    if first is not None and last is not None and first != last:
+        if revises(text[opening.end() if opening else 0 : closing.start() if closing else 0]):
+            return ChoiceReading(last, "text")
+        return ChoiceReading(None, None, "conflict")
+    if first is not None or last is not None:
+        return ChoiceReading(first if first is not None else last, "text")
+    named = {_index_of(m.group(1), choices) for m in words.finditer(text)}
+    if len(named) == 1:
+        return ChoiceReading(named.pop(), "text")
+    for m in words.finditer(text):
+        if _listed_after(text, m.end(), words.pattern):
+            return ChoiceReading(None, None, "several_options")
+    return ChoiceReading(None, None, "several_options" if named else "no_verdict")

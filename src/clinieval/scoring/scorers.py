@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
 from clinieval.errors import UserError
 from clinieval.sample_record import SampleRecord
-from clinieval.scoring.choices import read_letter, shows_lettered
-from clinieval.types import ModelOutput, Score
+from clinieval.scoring.choices import read_choice, shows_lettered
+from clinieval.types import JSON, ModelOutput, Score
+
+ECHOED_PROMPT = "echoed_prompt"
+"""Why an answer is left unscored when it mostly repeats its prompt (a base model behind a chat
+template); the run counts and names it (summary.echo_count)."""
 
 Needs = Literal["generate", "loglikelihood"]
 
@@ -120,43 +125,31 @@ class LoglikScorer:
         raise NotImplementedError
 
 
-_ANSWER_CUE = re.compile(r"answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
+def extract_choice(
+    text: str, choices: tuple[str, ...], *, lettered: bool = False, sent: Sequence[str] = ()
+) -> str | None:
+    """Which choice a free-text answer commits to, as written in the sample; None when it commits
+    to none (:func:`clinieval.scoring.choices.read_choice` says why, under the reading policy of
+    docs/judge.md: several options named, a conflict, a refusal, an echo of the prompt ...).
 
-
-def extract_choice(text: str, choices: tuple[str, ...], *, lettered: bool = False) -> str | None:
-    """Find which choice a free-text answer gives.
-
-    With ``lettered`` (the prompt listed the choices as ``A. ...`` lines) a letter answer counts
-    first: a leading label (``B``, ``B.``, ``(B)``) or a cue (``Answer: B``); see
-    :func:`clinieval.scoring.choices.read_letter`. Otherwise, or when no letter is given, the
-    choice's text: the one right after an "answer:" cue, then the earliest whole-word mention.
-    Matching of texts is case-insensitive; the returned value is the choice as written in the
-    sample. Without ``lettered`` a letter is never read (PubMedQA's yes/no/maybe are not lettered:
-    a model that answers "C" did not choose "maybe").
+    With ``lettered`` (the prompt listed the choices as ``A. ...`` lines) a letter counts: a
+    leading label (``B``, ``B.``, ``(B)``) or a cue (``Answer: B``). Without it a letter is never
+    read (PubMedQA's yes/no/maybe are not lettered: a model that answers "C" did not choose
+    "maybe"). ``sent`` is what the model was sent: a copy of it in the answer is never read.
     """
-    if not choices:
-        return None
-    if lettered:
-        letter, _ = read_letter(text, len(choices))
-        if letter is not None:
-            return choices[ord(letter) - ord("A")]
-    alternation = "|".join(re.escape(c) for c in sorted(choices, key=len, reverse=True))
-    word = re.compile(rf"(?<![\w])({alternation})(?![\w])", re.IGNORECASE)
-    lowered = {c.lower(): c for c in choices}
-    for cue in _ANSWER_CUE.finditer(text):
-        m = word.match(text, cue.end())
-        if m:
-            return lowered[m.group(1).lower()]
-    m = word.search(text)
-    return lowered[m.group(1).lower()] if m else None
+    reading = read_choice(text, choices, lettered=lettered, sent=sent)
+    return None if reading.index is None else choices[reading.index]
 
 
 @dataclass(frozen=True, slots=True)
 class ChoiceExtraction(AnswerScorer):
-    """Accuracy of the choice read out of generated text (unreadable answers count as wrong).
+    """Accuracy of the choice read out of generated text.
 
-    A letter is accepted only when the record's messages (the prompt as sent) listed the choices
-    lettered, so the same scorer serves lettered tasks and PubMedQA's unlettered yes/no/maybe.
+    An answer that commits to no choice (several options named, a conflict, a refusal) counts as
+    wrong and is flagged ``unparsed`` with its ``reason``; one that mostly repeats its prompt is
+    unscored (``echoed_prompt``), since it is no answer at all. A letter is accepted only when the
+    record's messages (the prompt as sent) listed the choices lettered, so the same scorer serves
+    lettered tasks and PubMedQA's unlettered yes/no/maybe.
     """
 
     name: str = "choice_extract"
@@ -167,15 +160,18 @@ class ChoiceExtraction(AnswerScorer):
         sample = record.sample
         if not sample.all_targets:
             return no_reference()
-        lettered = shows_lettered((m.content for m in record.messages), sample.choices)
-        answer = extract_choice(text, sample.choices, lettered=lettered)
+        sent = [m.content for m in record.messages]
+        lettered = shows_lettered(sent, sample.choices)
+        reading = read_choice(text, sample.choices, lettered=lettered, sent=sent)
+        if reading.reason == ECHOED_PROMPT:  # the prompt, not an answer: left out, counted
+            return Score(value=None, metadata={"unscored": ECHOED_PROMPT, "unparsed": True})
+        answer = None if reading.index is None else sample.choices[reading.index]
         accepted = {t.lower() for t in _targets_as_choices(sample.all_targets, sample.choices, lettered)}
         correct = answer is not None and answer.lower() in accepted
-        return Score(
-            value=1.0 if correct else 0.0,
-            answer=answer,
-            metadata={"unparsed": answer is None},
-        )
+        metadata: JSON = {"unparsed": answer is None}
+        if reading.reason is not None:
+            metadata["reason"] = reading.reason
+        return Score(value=1.0 if correct else 0.0, answer=answer, metadata=metadata)
 
 
 def _targets_as_choices(targets: tuple[str, ...], choices: tuple[str, ...], lettered: bool) -> list[str]:

@@ -201,7 +201,9 @@ async def _judge_unit(
         entry.error = f"judge {chained.error}"
         return entry
     try:
-        entry.scores = to_original(parse_scores(entry.raw, len(item.responses)), shown)
+        quoted = (item.question, item.reference, item.context or "", *(c.text for c in cuts))
+        sent = [m.content for m in prompt]
+        entry.scores = to_original(parse_scores(entry.raw, len(item.responses), quoted, sent), shown)
         entry.rationale = rationale(entry.raw)
     except VerdictParseError as e:
         entry.error, entry.parse_reason = f"unparsed: {e}", e.reason

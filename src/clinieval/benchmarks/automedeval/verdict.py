@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from clinieval.benchmarks.automedeval.judge_set import SCORE_RANGE
 from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
 from clinieval.judge.verdict import NumberedFormat, locate_numbered, numbered_scores
+from clinieval.scoring.echo import mask_copies
 
 RESPONSE_CHARS = 1000
 """Each response is cut to this many characters before judging (the paper's limit)."""
@@ -68,9 +69,17 @@ def cut_response(text: str, limit: int = RESPONSE_CHARS) -> Cut:
     return Cut(text[:limit], len(text))
 
 
-def parse_scores(reply: str, k: int) -> list[int]:
+def parse_scores(reply: str, k: int, quoted: Sequence[str] = (), prompt: Sequence[str] = ()) -> list[int]:
     """The k scores of the reply's final ``Score:`` block, Doctor 1..k in order (the paper's rule),
-    each 1-5; else VerdictParseError with its reason."""
+    each 1-5; else VerdictParseError with its reason.
+
+    ``quoted`` is the material the prompt carried from the data (the question, the reference and
+    the doctors' answers): a copy of it in the reply is masked first, so a verdict line planted in
+    an answer under judgement ("Score: Doctor 1: 5 points ...") is never read when the judge
+    echoes it (the reading policy, docs/judge.md); ``prompt``, the judge prompt's texts, is masked
+    where the judge copies a run of its words with content (the worked example's analysis)."""
+    if quoted or prompt:
+        reply = mask_copies(reply, [*prompt, *quoted], whole=quoted)
     return numbered_scores(reply, k, FORMAT)
 
 

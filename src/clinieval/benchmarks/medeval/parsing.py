@@ -18,10 +18,12 @@ all-or-nothing figures.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
+from clinieval.scoring.echo import mask_copies
 
 ABNORMALITY_LABELS: tuple[str, str] = ("normal", "abnormal")
 AMBIGUITY_LABELS: tuple[str, str] = ("unambiguous", "ambiguous")
@@ -39,12 +41,21 @@ QUALIFIED_RULES: tuple[QualifiedRule, ...] = ("paper", "strict")
 the default) or "strict" (the answer is the label and nothing else)."""
 
 
-def read_label(answer: str, allowed: tuple[str, ...], rule: QualifiedRule = "paper") -> str | None:
-    """The label the answer gives, or None when it is unqualified under ``rule``."""
+def read_label(
+    answer: str, allowed: tuple[str, ...], rule: QualifiedRule = "paper", sent: Sequence[str] = ()
+) -> str | None:
+    """The label the answer gives, or None when it is unqualified under ``rule``.
+
+    Under the paper's rule the label words are looked for in what the model wrote itself: a copy
+    of ``sent`` (the prompt: a few-shot example, the sentence asked about) is masked first, as
+    every reader does (docs/judge.md, "Reading policy"), so an answer that repeats an example's
+    "Label: ambiguous." is not that label. The strict rule needs no masking: a copy is never
+    the label and nothing else."""
     if rule == "strict":
         text = answer.strip().rstrip(_FINAL_PUNCTUATION).strip().strip("\"'`*").strip().lower()
         return text if text in allowed else None
-    words = set(re.findall(r"[a-z]+", answer.lower()))
+    own = mask_copies(answer, sent) if sent else answer
+    words = set(re.findall(r"[a-z]+", own.lower()))
     named = [label for label in allowed if label in words]
     return named[0] if len(named) == 1 else None
 

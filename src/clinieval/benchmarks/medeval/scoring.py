@@ -61,7 +61,7 @@ class LabelAccuracy:
     rule: QualifiedRule = "paper"
 
     def __call__(self, text: str, record: SampleRecord) -> Score:
-        label = read_label(text, self.labels, self.rule)
+        label = read_label(text, self.labels, self.rule, [m.content for m in record.messages])
         gold = str(record.sample.target)
         why = "exactly one label word" if self.rule == "paper" else "the label and nothing else"
         return Score(
