@@ -40,7 +40,8 @@ class TaskRequest:
     own; a benchmark whose records always fit ignores both), and a prompt that replaces the
     benchmark's own (``--prompt FILE``; None: its own). The caller puts the prompt on the task
     whatever the benchmark does with it; a benchmark reads it only when its defaults depend on
-    it (the JSONL task's scorer)."""
+    it (the JSONL task's scorer). ``fields`` are ``--field NAME=COLUMN`` values, read only by the
+    task over a user's own file (the JSONL task); ``clinieval run`` refuses them for any other."""
 
     name: str
     data: Path | None = None
@@ -49,6 +50,7 @@ class TaskRequest:
     budget_tokenizer: str | None = None
     max_context: int | None = None
     prompt: PromptTemplate | None = None
+    fields: tuple[str, ...] = ()
 
 
 class Benchmark(Protocol):
@@ -133,7 +135,9 @@ def find_benchmark(benchmarks: Sequence[Benchmark], name: str) -> Benchmark:
         if benchmark.matches(name):
             return benchmark
     known = ", ".join(b.name for b in benchmarks if b.name != "jsonl")
-    raise UserError(f"unknown task {name!r}; known: {known}, or a path to a .jsonl file of your own samples")
+    raise UserError(
+        f"unknown task {name!r}; known: {known}, or the path of your own .jsonl, .json or .csv file"
+    )
 
 
 def check_split(request: TaskRequest, splits: Sequence[S], default: S) -> S:

@@ -164,16 +164,18 @@ def read_csv_rows(
     required: Sequence[str],
     messages: CsvMessages,
     cell: Callable[[str], str] = str,
+    delimiter: str = ",",
 ) -> tuple[tuple[str, ...], list[CsvRow]]:
     """The header and non-empty rows of a hand-edited CSV file (Excel's byte-order mark
-    accepted), each cell passed through ``cell``. A missing file or column, a repeated column, a
+    accepted; cells separated by ``delimiter``: a spreadsheet in a comma-decimal locale exports
+    semicolons), each cell passed through ``cell``. A missing file or column, a repeated column, a
     row of the wrong width or text that is not UTF-8 or not CSV is one UserError; the words are
     ``messages``' except for the file itself (``{what} file PATH not found``) and its encoding."""
     if not path.is_file():
         raise UserError(f"{what} file {path} {'is not a file' if path.exists() else 'not found'}")
     try:
         with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(f, delimiter=delimiter)
             header = _csv_header(path, reader, required, messages)
             return header, list(_csv_body(path, reader, header, messages, cell))
     except UnicodeDecodeError as e:

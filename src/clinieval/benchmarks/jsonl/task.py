@@ -12,10 +12,11 @@ replaces the prompt; the default scorer then follows it (``choice_extract`` when
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from clinieval.benchmarks.jsonl.data import load_jsonl
+from clinieval.benchmarks.jsonl.shapes import parse_fields
 from clinieval.errors import UserError
 from clinieval.scoring.scorers import ChoiceExtraction, ExactMatch, Scorer
 from clinieval.task import PromptTemplate, Task, template_fields
@@ -37,17 +38,21 @@ def jsonl_task(
     scorers: list[Scorer] | None = None,
     generation: GenerationConfig | None = None,
     prompt: PromptTemplate | None = None,
+    fields: Sequence[str] = (),
 ) -> Task:
-    """The task over ``path``; without ``prompt`` the file is read now to choose the default
-    (with one, it is read only when the run loads its samples: a Ray worker is handed the
-    driver's prompt and the samples, and needs no copy of the file)."""
+    """The task over ``path``, read through ``fields`` (``--field NAME=COLUMN``); without
+    ``prompt`` the file is read now to choose the default (with one, it is read only when the run
+    loads its samples: a Ray worker is handed the driver's prompt and the samples, and needs no
+    copy of the file, nor the fields)."""
     samples = None
     if prompt is None:
-        samples = load_jsonl(path)
+        samples = load_jsonl(path, fields)
         prompt = default_prompt(path, samples)
+    else:
+        parse_fields(fields)  # a mistake in --field is refused before the run starts either way
     return Task(
         name=f"jsonl:{path.name}",
-        load=_loader(path, samples),
+        load=_loader(path, samples, tuple(fields)),
         prompt=prompt,
         scorers=scorers or [default_scorer(prompt)],
         generation=generation or GenerationConfig(),
@@ -56,11 +61,11 @@ def jsonl_task(
     )
 
 
-def _loader(path: Path, samples: list[Sample] | None) -> Callable[[], list[Sample]]:
+def _loader(path: Path, samples: list[Sample] | None, fields: tuple[str, ...]) -> Callable[[], list[Sample]]:
     """The samples already read (a fresh list each time: a run shuffles what it is given), or
     the file read when asked."""
     if samples is None:
-        return lambda: load_jsonl(path)
+        return lambda: load_jsonl(path, fields)
     read = samples
     return lambda: list(read)
 
