@@ -112,7 +112,7 @@ def test_empty_choices_is_recorded_as_a_server_error_and_never_cached(tmp_path: 
     record = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
     failed = record["output"]
     assert failed["error_kind"] == "server_error" and "unexpected response" in failed["error_message"]
-    assert first.returncode == 1 and second.returncode == 0, (first.stderr, second.stderr)
+    assert first.returncode == 3 and second.returncode == 0, (first.stderr, second.stderr)
     assert "1 new (1 asked again after a transient failure)" in second.stdout
     assert sum(server.log.seen.values()) == 2  # one empty reply, then one answer
 

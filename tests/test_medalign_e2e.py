@@ -80,10 +80,12 @@ def test_judge_then_report_from_the_command_line(arms: Path, tmp_path: Path) -> 
         "medalign", "judge", str(arms / "keep-recent"), "--judge", MODEL, "--repeats", "2",
         "--max-tokens", "24", "--n-ctx", "2048", "--snippets", "1", "--no-progress",
     )  # fmt: skip
-    assert judged.returncode == 0, judged.stderr
-    assert "1 answers" not in judged.stdout or "scored" in judged.stdout
-    assert "not credible" in judged.stderr or "tiny" in judged.stderr
     summary = json.loads((arms / "keep-recent" / "scores" / "medalign_judge.summary.json").read_text())
+    # 24 tokens cannot hold the tiny judge's JSON verdict: a pass that scored nothing exits 3 with its fix
+    scored = summary["parsed"] > 0
+    assert judged.returncode == (0 if scored else 3), judged.stderr
+    assert scored or "no answer could be scored" in judged.stderr
+    assert "not credible" in judged.stderr or "tiny" in judged.stderr
     assert summary["judge_calls"] == 2 and summary["requests"] + summary["cache_hits"] == 2
 
     report = tmp_path / "report"

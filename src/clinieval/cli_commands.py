@@ -41,6 +41,7 @@ from clinieval.cli_options import (
     AllowJudgeFailures,
     CaBundle,
     Concurrency,
+    FingerprintOption,
     JudgeLimit,
     JudgeTemperature,
     NCtx,
@@ -114,6 +115,7 @@ class Endpoints(OptionGroup):
     allow_host: AllowHost = None
     ca_bundle: CaBundle = None
     no_proxy: NoProxy = False
+    fingerprint: FingerprintOption = None
     executor: ExecutorName = "local"
     ray_address: RayAddress = None
     ray_workers: RayWorkers = None
@@ -146,6 +148,7 @@ class Endpoints(OptionGroup):
             server_kind,
             ca_bundle=self.ca_bundle,
             no_proxy=self.no_proxy,
+            fingerprint=self.fingerprint,
         )
 
     def in_flight(self) -> int | None:

@@ -25,7 +25,7 @@ from clinieval.errors import EXIT_FAILED_ITEMS
 if TYPE_CHECKING:
     from clinieval.judge.run import JudgeResult
     from clinieval.session import RunResult
-    from clinieval.summary import ScorerSummary
+    from clinieval.summary import EchoCount, ScorerSummary
 
 NCtx = Annotated[int, typer.Option(help="context window of an embedded model")]
 Timeout = Annotated[float, typer.Option(help="seconds per HTTP request")]
@@ -56,6 +56,25 @@ JudgeTemperature = Annotated[
     ),
 ]
 ShowProgress = Annotated[bool, typer.Option(help="show progress bars")]
+FingerprintOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fingerprint",
+        help="when a resumed run, a judging pass or a suite cell finds another model behind its spec "
+        "(docs/endpoints.md, Model fingerprints): strict refuses, warn goes on with a warning, off "
+        "takes no fingerprint (default: $CLINIEVAL_FINGERPRINT, else strict)",
+    ),
+]
+FieldMapping = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--field",
+        metavar="NAME=COLUMN",
+        help="for your own .jsonl/.json/.csv file: which column holds NAME (id, question, context, choices, "
+        "target, targets, metadata; choices=A,B,C,D for one column per option), when the file is not "
+        "clinieval's, MedQA's or MedMCQA's shape (repeatable)",
+    ),
+]
 ServerKindOption = Annotated[
     str | None,
     typer.Option(
@@ -135,8 +154,27 @@ def echo_summary(title: str, summaries: Sequence[ScorerSummary], stats_line: str
 
 def echo_run(label: str, result: RunResult, extra: Sequence[ScorerSummary] = ()) -> None:
     """One finished run (an arm): its summary table titled ``LABEL: RUN_FOLDER``, with ``extra``
-    rows (text metrics scored after the run) below the run's own."""
+    rows (text metrics scored after the run) below the run's own; then on stderr its failed items
+    by kind with their fixes (the first message too when every item failed) and the echo warning."""
     echo_summary(f"{label}: {result.run_path}", [*result.summaries, *extra], result.stats_line)
+    report = result.failures
+    if report.failed:
+        typer.echo(f"warning: {label}: {report.headline()} in {result.run_path}:", err=True)
+        for line in report.lines():
+            typer.echo(line, err=True)
+        example = report.example_line() if report.everything else None
+        if example is not None:
+            typer.echo(example, err=True)
+        typer.echo("  run the same command again to ask just the failed ones", err=True)
+    warn_if_echoed(result.echo, label)
+
+
+def warn_if_echoed(echo: EchoCount, label: str | None = None) -> None:
+    """One warning when more than a tenth of a run's answers mostly repeat their prompt
+    (:class:`clinieval.summary.EchoCount`); ``label`` names the arm where a command runs several."""
+    if echo.warns:
+        where = f"{label}: " if label else ""
+        typer.echo(f"warning: {where}{echo.message()}", err=True)
 
 
 def echo_judged(path: Path, result: JudgeResult, *, shrink: str | None = None) -> None:
@@ -147,32 +185,56 @@ def echo_judged(path: Path, result: JudgeResult, *, shrink: str | None = None) -
     from clinieval.judge.failures import failures
 
     typer.echo(f"{path}: {result.describe()}")
-    for failure in failures(result.summary, shrink=shrink):
+    for failure in failures(result.summary, shrink=shrink, scores=result.scores_path):
         typer.echo(failure.line(), err=True)
     if result.summary.warning:
         typer.echo(f"warning: {result.summary.warning}", err=True)
 
 
 def exit_if_judge_failed(results: Sequence[JudgeResult], allowed: float | None) -> None:
-    """After every run is judged: exit with EXIT_FAILED_ITEMS when judge calls failed beyond the
-    share ``allowed`` (``--allow-failures [FRACTION]`` read by ``failures.parse_allowed`` before
-    judging; None: no failure accepted), a warning when within it, naming the kinds either way.
-    Unparsed replies do not fail a pass (``clinieval.judge.failures`` says why)."""
+    """After every run is judged: exit with EXIT_FAILED_ITEMS, as ``clinieval run`` does for its
+    items, when
+
+    * judge calls failed beyond the share ``allowed`` (``--allow-failures [FRACTION]`` read by
+      ``failures.parse_allowed`` before judging; None: no failure accepted);
+    * a pass scored none of the answers it sent to the judge (failed calls or unreadable replies:
+      "0/10 answers scored" is no result, whatever ``--allow-failures`` says);
+    * with ``--allow-failures FRACTION``, more than that share of the judged answers is unscored,
+      unparsed replies included (without the option an unparsed reply alone does not fail a pass:
+      ``clinieval.judge.failures`` says why).
+
+    The fix of each kind is printed above this by :func:`echo_judged`; the error repeats where."""
+    from clinieval.judge.failures import scored_nothing, unscored_share
     from clinieval.summary import format_counts
 
     failed = sum(r.summary.failed_calls for r in results)
-    if not failed:
-        return
     calls = sum(r.summary.judge_calls for r in results)
-    kinds = format_counts(sum((Counter(r.summary.judge_errors) for r in results), Counter()))
-    headline = f"{failed} of {calls} judge calls failed ({kinds})"
-    if allowed is not None and failed / calls <= allowed:
+    if failed:
+        kinds = format_counts(sum((Counter(r.summary.judge_errors) for r in results), Counter()))
+        headline = f"{failed} of {calls} judge calls failed ({kinds})"
+        if allowed is None or failed / calls > allowed:
+            typer.echo(
+                f"error: {headline}; they are unscored in the scores file. Apply the fix above and run "
+                "the same command again (finished calls come from the cache), or pass --allow-failures "
+                "[FRACTION] to accept them",
+                err=True,
+            )
+            raise typer.Exit(EXIT_FAILED_ITEMS)
         typer.echo(f"warning: {headline}; kept as unscored", err=True)
-        return
-    typer.echo(
-        f"error: {headline}; they are unscored in the scores file. Apply the fix above and run the "
-        "same command again (finished calls come from the cache), or pass --allow-failures [FRACTION] "
-        "to accept them",
-        err=True,
-    )
-    raise typer.Exit(EXIT_FAILED_ITEMS)
+    empty = [r for r in results if scored_nothing(r.summary)]
+    if empty:
+        where = ", ".join(str(r.scores_path) for r in empty)
+        typer.echo(
+            f"error: no answer could be scored in {where}: apply the fix above (see parse_error and "
+            "error_kind there), then run the same command again (finished calls come from the cache)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_FAILED_ITEMS)
+    unscored, judged = unscored_share([r.summary for r in results])
+    if allowed is not None and judged and unscored / judged > allowed:
+        typer.echo(
+            f"error: {unscored} of {judged} judged answers are unscored ({unscored / judged:.0%}), more "
+            f"than --allow-failures {allowed:g} accepts; apply the fix above and run the same command again",
+            err=True,
+        )
+        raise typer.Exit(EXIT_FAILED_ITEMS)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from clinieval.sample_record import SampleRecord
 from clinieval.types import ErrorKind
@@ -35,6 +36,11 @@ FIXES: Mapping[str, str] = {
     ErrorKind.NO_CONTENT.value: "raise --max-tokens (a reasoning model spent its budget thinking)",
 }
 
+REFUSED_FIX = (
+    "the provider's content filter refused the prompts: use a model without that filter (a local one)"
+)
+"""The fix when every answer was a refusal: not a failure of the run, but no score either."""
+
 
 @dataclass(slots=True)
 class FailureReport:
@@ -43,6 +49,9 @@ class FailureReport:
     total: int
     failed: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
+    example: str | None = None
+    """The first failure's error message, on one line and cleared of anything copied from the
+    prompt (:func:`example_message`): what the transport said, which a kind alone does not."""
 
     @property
     def fraction(self) -> float:
@@ -64,6 +73,15 @@ class FailureReport:
     def headline(self) -> str:
         return f"{self.failed} of {self.total} items failed after retries ({self.fraction:.0%})"
 
+    @property
+    def everything(self) -> bool:
+        """Whether every item failed: no score at all, which no --allow-failures accepts."""
+        return self.total > 0 and self.failed == self.total
+
+    def example_line(self) -> str | None:
+        """``  for example: MESSAGE`` for the console, or None when no message was recorded."""
+        return None if self.example is None else f"  for example: {self.example}"
+
 
 def record_failure(record: SampleRecord) -> str | None:
     """The kind of the record's failed model call, if it failed (outcomes such as a content-filter
@@ -75,15 +93,69 @@ def record_failure(record: SampleRecord) -> str | None:
     return None
 
 
+EXAMPLE_CHARS = 160
+
+
+def example_message(record: SampleRecord) -> str | None:
+    """The record's failure message fit for the console: its first line, cut to
+    :data:`EXAMPLE_CHARS`, with any run of words copied from the messages sent blanked to ``[…]``.
+
+    Why the blanking: a server's error body may quote the request (a 400 that repeats the prompt),
+    and patient text never goes to the console; the transport's own words ("timed out after 2 s
+    waiting for the answer's headers from 127.0.0.1:8080") are what tells the user what to fix."""
+    from clinieval.scoring.echo import copied_spans
+
+    for out in (record.output, record.loglik):
+        message = None if out is None or out.error_kind is None else out.error_message
+        if message:
+            break
+    else:
+        return None
+    line = next((x.strip() for x in message.splitlines() if x.strip()), "")
+    spans = copied_spans(line, [m.content for m in record.messages])
+    for start, end in reversed(spans):
+        line = f"{line[:start]}[…]{line[end:]}"
+    return line if len(line) <= EXAMPLE_CHARS else line[: EXAMPLE_CHARS - 1] + "…"
+
+
 def failure_report(records: Iterable[SampleRecord]) -> FailureReport:
     report = FailureReport(total=0)
+    refused: str | None = None  # a refusal's message, the example when nothing else failed
     for record in records:
         report.total += 1
         kind = record_failure(record)
         if kind is not None:
             report.failed += 1
             report.kinds[kind] += 1
+            report.example = report.example or example_message(record)
+        elif record.error_kind() is not None:
+            refused = refused or example_message(record)
+    report.example = report.example or refused
     return report
+
+
+def failed_kinds_under(folder: Path) -> Counter[str]:
+    """The failed items by kind that every run under ``folder`` recorded in its ``summary.json``
+    (a suite cell holds one run per arm): what the suite's end lines give the fixes of."""
+    import json
+
+    from clinieval.runs import SUMMARY
+
+    kinds: Counter[str] = Counter()
+    for found in sorted(folder.rglob(SUMMARY)):
+        try:
+            data = json.loads(found.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        failed = data.get("run", {}).get("failed_items", {}) if isinstance(data, dict) else {}
+        recorded = failed.get("kinds", {}) if isinstance(failed, dict) else {}
+        kinds.update({str(k): int(v) for k, v in recorded.items() if isinstance(v, int)})
+    return kinds
+
+
+def fix_lines(kinds: Mapping[str, int]) -> list[str]:
+    """One line per failure kind with its count and fix, as a run prints them."""
+    return FailureReport(total=0, failed=sum(kinds.values()), kinds=Counter(kinds)).lines()
 
 
 def parse_allowed(value: str | None) -> float | None:

@@ -34,6 +34,7 @@ from clinieval import __version__
 from clinieval.cache import RequestCache
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, raise_named
+from clinieval.models.fingerprint import portable_spec
 from clinieval.record_codec import MissingText, TextTable
 from clinieval.sample_record import SampleRecord
 from clinieval.types import JSON
@@ -67,8 +68,20 @@ def file_sha256(path: Path) -> str:
 
 
 def fingerprint(spec: JSON) -> str:
-    """Hash of what decides a run's results; a resume must match it exactly."""
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    """Hash of what decides a run's results; a resume must match it exactly. The model's address
+    is left out: the model fingerprint (models/fingerprint.py) says whether the same model answers,
+    so the same model moved to another URL resumes."""
+    return hashlib.sha256(json.dumps(portable_spec(spec), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def same_run(old: JSON, new: JSON) -> bool:
+    """Whether the manifest ``old`` found in a run folder is the run ``new`` describes: the same
+    fingerprint, or the same spec without the model's address (a manifest written while the
+    address was still part of the fingerprint)."""
+    if old.get("fingerprint") == new["fingerprint"]:
+        return True
+    spec = old.get("spec")
+    return isinstance(spec, dict) and portable_spec(spec) == portable_spec(new["spec"])
 
 
 def build_manifest(spec: JSON, data_files: list[Path]) -> JSON:
@@ -129,8 +142,8 @@ class RunDir:
         run = cls(path)
         if run.exists() and not overwrite:
             old = run.manifest()
-            if old.get("fingerprint") != manifest["fingerprint"]:
-                diff = _first_difference(old.get("spec", {}), manifest["spec"])
+            if not same_run(old, manifest):
+                diff = _first_difference(portable_spec(old.get("spec", {})), portable_spec(manifest["spec"]))
                 raise UserError(
                     f"{path}: holds a different run ({diff}); use another --out, or --overwrite to discard it"
                 )

@@ -15,14 +15,16 @@ from pathlib import Path
 from clinieval.failures import FailureReport, failure_report
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
+from clinieval.models.fingerprint import check_unchanged, resolve_mode
+from clinieval.models.fingerprint import take as take_fingerprint
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.models.pool import EndpointPool
 from clinieval.models.ray_model import RayModel
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import Executor, RunStats, execute
-from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint
+from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint, same_run
 from clinieval.server_fit import fit_to_server, server_info
-from clinieval.summary import ScorerSummary, summarize
+from clinieval.summary import ECHO_KEY, EchoCount, ScorerSummary, echo_count, summarize
 from clinieval.task import Task
 from clinieval.types import JSON, GenerationConfig, Sample
 
@@ -46,6 +48,9 @@ class RunRequest:
     default_scorers: bool = False
     """The task's scorers are its own defaults (no ``--scorer``): one the server cannot serve
     correctly is left out with a note instead of refused (clinieval.server_fit)."""
+    fingerprint: str | None = None
+    """``--fingerprint``: strict, warn or off (None: ``CLINIEVAL_FINGERPRINT``, else strict); see
+    clinieval.models.fingerprint."""
 
 
 @dataclass(slots=True)
@@ -55,6 +60,8 @@ class RunResult:
     summaries: list[ScorerSummary]
     failures: FailureReport = field(default_factory=lambda: FailureReport(total=0))
     """Items whose model calls failed after every retry (outcomes such as refusals excluded)."""
+    echo: EchoCount = field(default_factory=EchoCount)
+    """Answers that mostly repeat their prompt (a base model behind a chat template)."""
 
     @property
     def stats_line(self) -> str:
@@ -114,8 +121,15 @@ async def run_evaluation(req: RunRequest) -> RunResult:
         info = server_info(req.model)
         if info is not None:
             manifest["server"] = info.to_dict()
+        model_fp = await run_fingerprint(req, path, manifest)
+        manifest["model_fingerprint"] = model_fp
         run = RunDir.create_or_resume(path, manifest, overwrite=req.overwrite)
-        run.set_status("running", sample_order=manifest["sample_order"])  # a resume may take others
+        # a resume may take other samples; what answered this time is kept beside what answered
+        # first (a run from before fingerprints, or taken with off, gets its first one now)
+        first = {} if run.manifest().get("model_fingerprint") else {"model_fingerprint": model_fp}
+        run.set_status(
+            "running", sample_order=manifest["sample_order"], model_fingerprint_last=model_fp, **first
+        )
         try:
             stats = await execute(
                 req.task,
@@ -157,11 +171,36 @@ async def run_evaluation(req: RunRequest) -> RunResult:
         run_info["ray_workers"] = list(req.model.nodes)  # the node each worker asked from
     failures = failure_report(records)
     run_info["failed_items"] = {"count": failures.failed, "kinds": dict(failures.kinds)}
+    echo = echo_count(records)
+    run_info[ECHO_KEY] = echo.to_dict()
     atomic_write_json(path / SUMMARY, {"summaries": [s.to_dict() for s in summaries], "run": run_info})
     # complete only when every item has a record and none of them waits to be asked again
     complete = len(records) == len(samples) * req.repeats and left == 0
     run.set_status("complete" if complete else "incomplete")
-    return RunResult(run_path=path, stats=stats, summaries=summaries, failures=failures)
+    return RunResult(run_path=path, stats=stats, summaries=summaries, failures=failures, echo=echo)
+
+
+async def run_fingerprint(req: RunRequest, path: Path, manifest: JSON) -> JSON | None:
+    """The fingerprint of the model answering this run (models/fingerprint.py), compared with the
+    one the run at ``path`` recorded when this resumes it: a different model is refused under
+    ``--fingerprint strict`` before anything is asked or written."""
+    mode = resolve_mode(req.fingerprint)
+    if req.executor is not None:  # each worker opens its own model; this process asks nothing
+        return None if mode == "off" else {"taken": False, "why": "items answered by another executor"}
+    new = await take_fingerprint(req.model, mode)
+    found = RunDir(path)
+    old = found.manifest() if found.exists() and not req.overwrite else None
+    if old is None or not same_run(old, manifest):
+        return new  # a new run, or a different one create_or_resume refuses with its own words
+    where = (new or {}).get("url") or req.model_spec
+    return await check_unchanged(
+        req.model,
+        old.get("model_fingerprint"),
+        new,
+        mode,
+        f"the model behind {where} changed since this run started",
+        "Use a new --out, or --overwrite to start again",
+    )
 
 
 def in_data_order(data_order: list[str], chosen: list[Sample]) -> list[str]:
@@ -201,5 +240,6 @@ async def run_arm(task: Task, model_spec: str, out: Path, settings: ArmSettings)
         overwrite=settings.overwrite,
         progress=settings.progress,
         rerun_changed=settings.rerun_changed,
+        fingerprint=settings.backend.fingerprint,
     )
     return await run_evaluation(request)

@@ -12,9 +12,11 @@ Three kinds of "no score" are kept apart, because they mean different things:
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from clinieval.analysis.uncertainty import bootstrap_ci
 from clinieval.sample_record import SampleRecord
@@ -128,6 +130,104 @@ def summarize(
             )
         )
     return out
+
+
+ECHO_WARN_SHARE = 0.1
+"""Share of a run's answers that may echo their prompt before the run warns: one echo in a long run
+can be a model quoting the question; more than a tenth is a model that does not answer."""
+
+ECHO_FIX = (
+    "a base model behind a chat template answers this way; try the completions endpoint "
+    "(`openai-completions:` spec) or a chat/instruct model"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EchoCount:
+    """How many of a run's answers mostly repeat what the model was sent.
+
+    Why apart from the scorers: a base model served behind a chat template (``python -m
+    llama_cpp.server`` falls back to llama-2's) answers with its own prompt, and a scorer that finds
+    a choice in the prompt's "answer with yes, no or maybe" scores it. Counted from the records
+    (answer text against the messages sent), so every command that runs a model warns the same way
+    whatever its scorers read, and the count lands in the run's ``summary.json``."""
+
+    echoed: int = 0
+    answers: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.echoed / self.answers if self.answers else 0.0
+
+    @property
+    def warns(self) -> bool:
+        """Whether more than :data:`ECHO_WARN_SHARE` of the answers echo their prompt."""
+        return self.share > ECHO_WARN_SHARE
+
+    def message(self) -> str:
+        """The warning, with the count, the share and the likely cause (no patient text)."""
+        return (
+            f"{self.echoed} of {self.answers} answers ({self.share:.0%}) mostly repeat their prompt: "
+            f"{ECHO_FIX}"
+        )
+
+    def __add__(self, other: EchoCount) -> EchoCount:
+        return EchoCount(self.echoed + other.echoed, self.answers + other.answers)
+
+    def to_dict(self) -> JSON:
+        return {"count": self.echoed, "of": self.answers, "share": round(self.share, 4)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> EchoCount:
+        count, of = data.get("count", 0), data.get("of", 0)
+        return cls(int(count) if isinstance(count, int) else 0, int(of) if isinstance(of, int) else 0)
+
+
+def count_echoes(answers: Iterable[tuple[str, Sequence[str]]]) -> EchoCount:
+    """Echoes among ``(answer text, texts the model was sent)`` pairs: the one count every command
+    uses, whether its answers are run records or a benchmark's own (AutoMedEval's responses)."""
+    from clinieval.scoring.echo import echoes_prompt
+
+    echoed = total = 0
+    for text, sent in answers:
+        total += 1
+        echoed += echoes_prompt(text, sent)
+    return EchoCount(echoed, total)
+
+
+def echo_count(records: Iterable[SampleRecord]) -> EchoCount:
+    """Echoes among a run's successful generated answers (a failed call or a log-likelihood-only
+    record has no answer to echo)."""
+    return count_echoes(
+        (r.output.text, [m.content for m in r.messages])
+        for r in records
+        if r.output is not None and r.output.ok
+    )
+
+
+ECHO_KEY = "echoed_prompt"
+"""Where ``summary.json`` keeps the count: ``{"run": {"echoed_prompt": {"count", "of", "share"}}}``."""
+
+
+def read_echo(summary_file: Path) -> EchoCount | None:
+    """The echo count a run's ``summary.json`` recorded; None for a file that is missing, unreadable
+    or older than the count."""
+    try:
+        data = json.loads(summary_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = data.get("run", {}).get(ECHO_KEY) if isinstance(data, dict) else None
+    return EchoCount.from_dict(found) if isinstance(found, dict) else None
+
+
+def echo_under(folder: Path) -> EchoCount:
+    """Every run's echo count under ``folder`` (a suite cell holds one run per arm), summed."""
+    total = EchoCount()
+    from clinieval.runs import SUMMARY
+
+    for found in sorted(folder.rglob(SUMMARY)):
+        total += read_echo(found) or EchoCount()
+    return total
 
 
 def format_counts(counts: Mapping[str, int], empty: str = "-") -> str:

@@ -15,11 +15,13 @@ import typer
 from clinieval.cli_commands import Endpoints, command
 from clinieval.cli_options import (
     AllowRunFailures,
+    FieldMapping,
     OutputFormat,
     ServerKindOption,
     ShowProgress,
     command_group,
     echo_summary,
+    warn_if_echoed,
 )
 from clinieval.errors import EXIT_FAILED_ITEMS, UserError, storage_message
 from clinieval.failures import FailureReport, parse_allowed
@@ -27,10 +29,12 @@ from clinieval.fsutil import slug
 from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import parse_model_spec
 from clinieval.scoring.scorers import Scorer
-from clinieval.summary import ScorerSummary
+from clinieval.summary import EchoCount, ScorerSummary
 from clinieval.task import PromptTemplate, Task
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from clinieval.session import RunResult
 
 app = command_group("Offline, private evaluation of language models on clinical tasks.")
@@ -97,15 +101,26 @@ def _build_task(
     scorers: list[Scorer] | None,
     budget: tuple[str | None, int | None],
     prompt: PromptTemplate | None = None,
+    fields: Sequence[str] = (),
 ) -> Task:
     from clinieval.benchmark import TaskRequest, find_benchmark
     from clinieval.benchmarks import BENCHMARKS
 
     tokenizer, max_context = budget
     request = TaskRequest(
-        name, data, split, scorers, budget_tokenizer=tokenizer, max_context=max_context, prompt=prompt
+        name,
+        data,
+        split,
+        scorers,
+        budget_tokenizer=tokenizer,
+        max_context=max_context,
+        prompt=prompt,
+        fields=tuple(fields),
     )
-    built = find_benchmark(BENCHMARKS, name).task(request)
+    benchmark = find_benchmark(BENCHMARKS, name)
+    if fields and benchmark.name != "jsonl":
+        raise UserError(f"--field applies to your own .jsonl, .json or .csv file, not to {name}")
+    built = benchmark.task(request)
     if prompt is not None:  # every benchmark's task takes --prompt, whether or not it reads it
         built.prompt = prompt
     return built
@@ -119,7 +134,8 @@ def _setup_logging(verbose: bool) -> None:
 @command(app)
 def run(
     task: Annotated[
-        str, typer.Argument(help="pubmedqa, medalign, ehrnoteqa, or a .jsonl file of your own samples")
+        str,
+        typer.Argument(help="pubmedqa, medalign, ehrnoteqa, or your own .jsonl, .json or .csv file"),
     ],
     model: Annotated[
         str,
@@ -138,6 +154,7 @@ def run(
     ] = None,
     split: Annotated[str | None, typer.Option(help="dataset split (pubmedqa: test or all)")] = None,
     scorer: Annotated[list[str] | None, typer.Option(help="scorer name (repeatable)")] = None,
+    field: FieldMapping = None,
     prompt: Annotated[
         Path | None,
         typer.Option(
@@ -170,15 +187,16 @@ def run(
 ) -> None:
     """Evaluate MODEL on TASK; re-running the same command resumes where it stopped.
 
-    Exit status: 0 done; 1 every model call failed; 2 a mistake in the command or its input (nothing
-    written); 3 finished, but items failed after retries (see the lines above it; --allow-failures)."""
+    Exit status: 0 done; 1 every answer was a content-filter refusal (no score); 2 a mistake in the
+    command or its input (nothing written); 3 finished, but items (some or all) failed after retries
+    (each kind with its fix above it; --allow-failures accepts some)."""
     _setup_logging(verbose)
     from clinieval.distributed import TaskRecipe, WorkerJob
     from clinieval.session import RunRequest, run_evaluation
 
     scorers = _pick_scorers(scorer)
     template = None if prompt is None else PromptTemplate.from_file(prompt)
-    the_task = _build_task(task, data, split, scorers, (tokenizer, max_context), template)
+    the_task = _build_task(task, data, split, scorers, (tokenizer, max_context), template, field or ())
     # The task's own generation settings are the defaults; the flags override them.
     the_task.generation = dataclasses.replace(
         the_task.generation,
@@ -222,44 +240,60 @@ def run(
             executor=chosen,
             default_out=lambda fp: Path("runs") / f"{slug(the_task.name)}-{slug(the_model.name)}-{fp[:8]}",
             default_scorers=not scorer,
+            fingerprint=options.fingerprint,
         )
         result = asyncio.run(run_evaluation(request))
-    _print_result(result.run_path, result.summaries, result.stats_line, fmt, result.failures)
+    _print_result(result.run_path, result.summaries, result.stats_line, fmt, result.failures, result.echo)
+    warn_if_echoed(result.echo)
     if model.startswith("llamacpp:") and "/" not in model:
         typer.echo(TINY_MODEL_NOTE.format(name=the_model.name), err=True)
     _exit_for_failures(result, allowed)
 
 
 def _exit_for_failures(result: RunResult, allowed: float | None) -> None:
-    """Exit 1 when every call failed (refusals included: there is no score at all), 3 when some
-    items failed beyond what --allow-failures accepts; one line per failure kind with its likely
-    fix comes first."""
-    if result.summaries and all(s.samples and not s.scored and not s.unscored for s in result.summaries):
-        kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.summaries[0].errors.items()))
-        typer.echo(
-            f"error: every model call failed ({kinds}); the messages are in {result.run_path}/samples.jsonl",
-            err=True,
-        )
-        raise typer.Exit(1)
+    """Exit 3 (``EXIT_FAILED_ITEMS``) when items failed beyond what --allow-failures accepts, and
+    whenever every item failed (there is no score to accept); one line per failure kind with its
+    likely fix comes first, and the first error message when every item failed. Exit 1 when every
+    answer was a content-filter refusal: nothing failed, but there is no score at all."""
+    from clinieval.failures import REFUSED_FIX
+
     report = result.failures
     if not report.failed:
+        if result.summaries and all(s.samples and not s.scored and not s.unscored for s in result.summaries):
+            kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.summaries[0].errors.items()))
+            typer.echo(f"error: every model call failed ({kinds}) in {result.run_path}:", err=True)
+            typer.echo(f"  {REFUSED_FIX}", err=True)
+            _echo_example(result)
+            raise typer.Exit(1)
         return
-    everything = report.failed == report.total
-    accepted = report.accepted(allowed)
-    label = "warning" if accepted and not everything else "error"
-    typer.echo(f"{label}: {report.headline()} in {result.run_path}:", err=True)
+    accepted = report.accepted(allowed) and not report.everything
+    typer.echo(f"{'warning' if accepted else 'error'}: {report.headline()} in {result.run_path}:", err=True)
     for line in report.lines():
         typer.echo(line, err=True)
-    if everything:
-        typer.echo(f"the messages are in {result.run_path}/samples.jsonl", err=True)
-        raise typer.Exit(1)
-    if not accepted:
+    if accepted:
+        return
+    if report.everything:
+        _echo_example(result)
+        typer.echo(
+            "nothing was answered, so there is no score; apply the fix above and run the same command "
+            "again to ask the failed items",
+            err=True,
+        )
+    else:
         typer.echo(
             "the score is over the answered items only; run the same command again to ask just the failed "
             "ones, or pass --allow-failures [FRACTION] to accept them",
             err=True,
         )
-        raise typer.Exit(EXIT_FAILED_ITEMS)
+    raise typer.Exit(EXIT_FAILED_ITEMS)
+
+
+def _echo_example(result: RunResult) -> None:
+    """The first error message (the transport's words, no prompt text) and where the rest are."""
+    line = result.failures.example_line()
+    if line is not None:
+        typer.echo(line, err=True)
+    typer.echo(f"  every message is in {result.run_path}/samples.jsonl", err=True)
 
 
 def _output_format(value: str) -> str:
@@ -274,6 +308,7 @@ def _print_result(
     stats_line: str,
     fmt: str = "text",
     failures: FailureReport | None = None,
+    echo: EchoCount | None = None,
 ) -> None:
     """The summary: JSON for scripts; a folding table on a terminal; plain aligned text in a pipe
     or a CI log, where rich would cut the table at 80 columns."""
@@ -291,6 +326,8 @@ def _print_result(
                 "of": failures.total,
                 "kinds": dict(failures.kinds),
             }
+        if echo is not None:
+            data["echoed_prompt"] = echo.to_dict()
         typer.echo(json.dumps(finite_json(data), indent=2, ensure_ascii=False, allow_nan=False))
         return
     echo_summary(str(path), summaries, stats_line)

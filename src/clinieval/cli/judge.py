@@ -63,7 +63,8 @@ def judge(
     """Judge every answer in RUNS with a rubric; scores go to RUN/scores/RUBRIC.jsonl.
 
     Re-running resumes: finished judge requests come from each run's cache. Failures are listed
-    by kind with their fix; a failed judge call exits 3 unless --allow-failures.
+    by kind with their fix; a failed judge call exits 3 unless --allow-failures, and so does a
+    pass that scored nothing (or, with --allow-failures FRACTION, left more unscored).
     """
     entry = _pick(rubric, snippets)
     generation = entry.judge_generation(max_tokens, judging.judge_temperature)

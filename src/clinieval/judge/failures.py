@@ -10,16 +10,20 @@ whether the pass counts as failed:
   items were not judged for a reason the user can usually fix; the command exits with
   :data:`clinieval.errors.EXIT_FAILED_ITEMS` unless told failures are acceptable;
 * an **unparsed reply** is the judge's own outcome: the judge was asked and answered, just not
-  in the rubric's format. It is reported with its fix but does not fail the pass (a tiny judge
-  that never follows the format is the demo's normal case, and its count is in the scores);
+  in the rubric's format. It is reported with its fix but does not fail the pass by itself (a tiny
+  judge that misses the format now and then is the demo's normal case, and its count is in the
+  scores) — unless the pass scored nothing at all (:func:`scored_nothing`: "0/10 answers
+  scored" is no result) or more of it than ``--allow-failures FRACTION`` accepts
+  (:func:`unscored_share`);
 * an **answer that failed in the run** was never sent to the judge; it is listed so the unscored
   count adds up, and fixing it is the run's business, not the judge's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from clinieval.judge.run import JudgeSummary
 from clinieval.types import ErrorKind
@@ -47,7 +51,9 @@ CALL_FIXES: Mapping[ErrorKind, str] = {
 }
 """The likely fix of each kind of failed judge call, as a user would apply it on the command line."""
 
-UNPARSED_FIX = "the judge did not answer in the rubric's format: use a capable judge"
+UNPARSED_FIX = (
+    "the judge did not answer in the rubric's format: a larger or instruction-tuned judge model follows it"
+)
 AT_LIMIT_FIX = (
     "{n} stopped unfinished, at the reply limit or the end of the judge's context: raise --max-tokens "
     "(or --n-ctx for an embedded judge)"
@@ -82,8 +88,11 @@ def call_fix(kind: str, *, shrink: str | None = None) -> str:
     return fix
 
 
-def failures(summary: JudgeSummary, *, shrink: str | None = None) -> list[Failure]:
-    """Every kind of failure in the pass, failed calls first (they fail it), most common first."""
+def failures(
+    summary: JudgeSummary, *, shrink: str | None = None, scores: Path | None = None
+) -> list[Failure]:
+    """Every kind of failure in the pass, failed calls first (they fail it), most common first.
+    ``scores``: the pass's scores file, where each unparsed reply's ``parse_error`` says why."""
     calls = sorted(summary.judge_errors.items(), key=lambda kv: (-kv[1], kv[0]))
     out = [Failure(kind, n, "judge calls", call_fix(kind, shrink=shrink)) for kind, n in calls]
     if summary.parse_failures:
@@ -93,6 +102,8 @@ def failures(summary: JudgeSummary, *, shrink: str | None = None) -> list[Failur
         why = sorted(summary.unparsed_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
         if why:
             fix = f"{fix} (why: {', '.join(f'{k} {n}' for k, n in why)})"
+        if scores is not None:
+            fix = f"{fix}; see parse_error in {scores}"
         out.append(Failure("unparsed", summary.parse_failures, "judge replies", fix))
     for kind, n in sorted(summary.answer_failures.items(), key=lambda kv: (-kv[1], kv[0])):
         out.append(Failure(kind, n, "answers", ANSWER_FAILED_FIX))
@@ -104,6 +115,19 @@ def pass_failed(summary: JudgeSummary) -> bool:
     return summary.failed_calls > 0
 
 
+def scored_nothing(summary: JudgeSummary) -> bool:
+    """Whether the pass sent answers to the judge and scored none of them, whatever the reason
+    (failed calls, unreadable replies): no result, which no ``--allow-failures`` accepts."""
+    return summary.judged > 0 and summary.scored == 0
+
+
+def unscored_share(summaries: Sequence[JudgeSummary]) -> tuple[int, int]:
+    """(unscored, judged): answers sent to the judge that got no score (failed calls and unparsed
+    replies alike), and all answers sent, over the passes; what ``--allow-failures FRACTION`` bounds."""
+    judged = sum(s.judged for s in summaries)
+    return judged - sum(min(s.scored, s.judged) for s in summaries), judged
+
+
 __all__ = [
     "ANSWER_FAILED_FIX",
     "CALL_FIXES",
@@ -112,4 +136,6 @@ __all__ = [
     "call_fix",
     "failures",
     "pass_failed",
+    "scored_nothing",
+    "unscored_share",
 ]

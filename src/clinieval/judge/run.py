@@ -31,8 +31,12 @@ from pathlib import Path
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
+from clinieval.judge.quoted import quoted_material, read_masked
 from clinieval.judge.rubric import Rubric, VerdictParseError, strip_echo
 from clinieval.models.base import Model
+from clinieval.models.fingerprint import check_unchanged, portable_spec, resolve_mode
+from clinieval.models.fingerprint import same_model as same_fingerprint
+from clinieval.models.fingerprint import take as take_fingerprint
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.runs import SCORES, RunDir
@@ -195,15 +199,48 @@ def same_model(a: JSON, b: JSON) -> bool:
     return bool(a.get("model")) and a.get("model") == b.get("model")
 
 
-def self_judging_warning(run: RunDir, judge: Model) -> str | None:
-    """The warning when ``run``'s answers come from the model that judges them, else None."""
-    model = (run.manifest().get("spec") or {}).get("model")
+def self_judging_warning(run: RunDir, judge: Model, judge_fingerprint: JSON | None = None) -> str | None:
+    """The warning when ``run``'s answers come from the model that judges them, else None: the
+    same identity, or (``judge_fingerprint``) the same model fingerprint as the run recorded, which
+    finds one model behind two addresses or aliases (models/fingerprint.py)."""
+    manifest = run.manifest()
+    model = (manifest.get("spec") or {}).get("model")
     if not isinstance(model, dict):  # a run made without a model (e.g. answers brought as a file)
         return None
     identity = model.get("identity")
-    if not isinstance(identity, dict) or not same_model(identity, judge.identity):
+    same = isinstance(identity, dict) and same_model(identity, judge.identity)
+    if not same and not same_fingerprint(manifest.get("model_fingerprint"), judge_fingerprint):
         return None
     return SELF_JUDGING_WARNING.format(name=judge.name, model=model.get("spec") or "the model under test")
+
+
+async def judge_fingerprint(run: RunDir, judge: Model, rubric: str, mode: str | None) -> JSON | None:
+    """The judge's fingerprint, compared with the one recorded when this judge (the same identity,
+    wherever served) last judged ``run`` under ``rubric``: its replies are cached under that
+    identity, so another model behind it is refused under strict. Recorded in the manifest."""
+    chosen = resolve_mode(mode)
+    new = await take_fingerprint(judge, chosen)
+    if new is None:
+        return None
+    data = run.manifest()
+    judges = data.setdefault("judge_fingerprints", {})
+    recorded = judges.get(rubric)
+    identity = portable_spec({"model": {"identity": judge.identity}})["model"]["identity"]
+    if isinstance(recorded, dict) and recorded.get("identity") == identity:
+        where = new.get("url") or judge.name
+        new = await check_unchanged(
+            judge,
+            recorded.get("fingerprint"),
+            new,
+            chosen,
+            f"the judge behind {where} changed since it judged {run.path} with rubric {rubric}",
+            "Serve the new judge under another model name (its replies are cached apart)",
+        )
+        judges[rubric] = {**recorded, "last": new}
+    else:
+        judges[rubric] = {"identity": identity, "fingerprint": new}
+    atomic_write_json(run.manifest_path, data)
+    return new
 
 
 def answer_failure(record: SampleRecord) -> str | None:
@@ -231,15 +268,20 @@ def _check_arguments(run: RunDir, rubric: Rubric, repeats: int) -> list[SampleRe
     return records
 
 
-def _read_reply(rubric: Rubric, repeat: int, out: ModelOutput, prompt: Sequence[Message]) -> _Repeat:
+def _read_reply(
+    rubric: Rubric, repeat: int, out: ModelOutput, prompt: Sequence[Message], quoted: Sequence[str] = ()
+) -> _Repeat:
     """Turn one judge reply into a repeat entry; only VerdictParseError means "unreadable".
-    An echo of the prompt's last message is cut off before the rubric reads the reply."""
+    An echo of the prompt's last message is cut off, and copies of the ``quoted`` material (the
+    answer judged, its prompt, the references: :mod:`clinieval.judge.quoted`) are masked, before
+    the rubric reads the reply."""
     entry = _Repeat(repeat=repeat, raw=out.text, finish_reason=out.finish_reason)
     if out.error_kind is not None:
         entry.error_kind = out.error_kind.value
         return entry
     try:
-        verdict = rubric.parse(strip_echo(out.text, prompt[-1].content) if prompt else out.text)
+        reply = strip_echo(out.text, prompt[-1].content) if prompt else out.text
+        verdict = read_masked(rubric, reply, quoted, [m.content for m in prompt])
     except VerdictParseError as e:
         entry.error_kind, entry.parse_error, entry.parse_reason = UNPARSED, str(e), e.reason
         return entry
@@ -309,6 +351,7 @@ async def judge_run(
     progress: bool = True,
     limit: int | None = None,
     seed_per_repeat: bool | None = None,
+    fingerprint: str | None = None,
 ) -> JudgeResult:
     """Judge every recorded answer of ``run`` ``repeats`` times; write and return the scores.
 
@@ -328,7 +371,8 @@ async def judge_run(
     warning = tiny_judge_warning(judge)
     if warning:
         log.warning("%s", warning)
-    self_judged = self_judging_warning(run, judge)
+    judge_fp = await judge_fingerprint(run, judge, rubric.name, fingerprint)  # --fingerprint
+    self_judged = self_judging_warning(run, judge, judge_fp)
     if self_judged:
         log.warning("%s", self_judged)
         warning = f"{warning} {self_judged}" if warning else self_judged
@@ -350,7 +394,7 @@ async def judge_run(
         messages = prompts[index]
         out, asked = await cached_generate(calls, "judge", settings, messages, repeat, repeat_config)
         tally.add(out, asked)
-        return index, _read_reply(rubric, repeat, out, messages)
+        return index, _read_reply(rubric, repeat, out, messages, quoted_material(records[index]))
 
     try:
         for index, entry in await map_each(units, concurrency or judge.max_concurrency, judge_one, bar):
@@ -400,6 +444,7 @@ async def judge_folder(
             concurrency=concurrency,
             progress=progress,
             limit=limit,
+            fingerprint=backend.fingerprint,
         )
     finally:
         await judge.aclose()

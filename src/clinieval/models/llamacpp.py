@@ -301,6 +301,11 @@ class LlamaCppModel:
             release_at_exit(self)
             return llm
 
+    def gguf_metadata(self) -> dict[str, str]:
+        """The GGUF file's metadata as llama.cpp read it (architecture, name, context length...),
+        for the model fingerprint (models/fingerprint.py)."""
+        return {str(k): str(v) for k, v in self._load().metadata.items()}
+
     def render(self, messages: Sequence[Message]) -> str:
         self._load()
         if self._formatter is None:

@@ -275,9 +275,16 @@ class OpenAIModel:
         self, method: str, url: str, payload: JSON | None
     ) -> tuple[int, bytes, dict[str, str]] | None:
         """One short request for server detection; None when it gets no answer."""
+        return await self.fetch(method, url, payload)
+
+    async def fetch(
+        self, method: str, url: str, payload: JSON | None, timeout_s: float = 10.0
+    ) -> tuple[int, bytes, dict[str, str]] | None:
+        """One request outside the run's retries and in-flight limit (server detection, the model
+        fingerprint: models/fingerprint.py); None when it gets no answer."""
         try:
             data = None if payload is None else orjson.dumps(payload)
-            response = await self._client().request(method, url, data, timeout_s=10.0)
+            response = await self._client().request(method, url, data, timeout_s=timeout_s)
         except (TransportError, TimeoutError):
             return None
         return response.status, response.body, dict(response.headers)

@@ -208,6 +208,11 @@ class EndpointPool:
         """What the first usable server said about itself (the pool's servers serve one model)."""
         return next((e.model.server_info for e in self._endpoints if e.model.server_info is not None), None)
 
+    def first_usable(self) -> OpenAIModel | None:
+        """The first healthy server that answered :meth:`check` (the one a fingerprint asks:
+        the pool's servers serve one model)."""
+        return next((e.model for e in self._endpoints if e.healthy and e.model.server_info is not None), None)
+
     @property
     def context_length(self) -> int | None:
         """The smallest context any server reports: a prompt must fit wherever it is sent."""

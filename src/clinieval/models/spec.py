@@ -57,6 +57,9 @@ class BackendOptions:
     use_proxy: bool = True
     """Whether ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` apply to allowlisted hosts
     (``--no-proxy``: never); loopback is never proxied either way."""
+    fingerprint: str | None = None
+    """``--fingerprint``: strict, warn or off; None: ``CLINIEVAL_FINGERPRINT``, else strict
+    (models/fingerprint.py)."""
     executor: RayChoice | None = None
     """``--executor ray``: requests are answered on Ray actors that build the spec on their own
     nodes (models/ray_model.py); None: in this process. The actors get these options without it."""
@@ -73,9 +76,11 @@ class BackendOptions:
         *,
         ca_bundle: Path | None = None,
         no_proxy: bool = False,
+        fingerprint: str | None = None,
     ) -> BackendOptions:
         """The options every command that opens a model spells the same way on the command line."""
         from clinieval.errors import one_of
+        from clinieval.models.fingerprint import resolve_mode
         from clinieval.models.http1 import check_ca_bundle
         from clinieval.models.server import SERVER_KINDS
 
@@ -88,6 +93,7 @@ class BackendOptions:
             server_kind=None if server_kind is None else one_of(server_kind, SERVER_KINDS, "--server-kind"),
             ca_bundle=None if ca_bundle is None else check_ca_bundle(ca_bundle),
             use_proxy=not no_proxy,
+            fingerprint=None if fingerprint is None else resolve_mode(fingerprint),
         )
 
     def connect_options(self) -> ConnectOptions:

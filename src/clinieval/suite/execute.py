@@ -16,14 +16,16 @@ import logging
 import shutil
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.errors import UserError
+from clinieval.failures import failed_kinds_under, fix_lines
 from clinieval.suite.layout import in_suite_terms
 from clinieval.suite.manifest import SuiteManifest, cell_settings, data_hashes, jsonable
 from clinieval.suite.plan import PlannedCell, SuitePlan
 from clinieval.suite.progress import suite_view
+from clinieval.summary import ECHO_KEY, EchoCount, echo_under
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,10 @@ class CellOutcome:
     seconds: float = 0.0
     error: str | None = None
     failed_items: int = 0
+    echo: EchoCount = field(default_factory=EchoCount)
+    """Answers of the cell's runs that mostly repeat their prompt (read from their summaries)."""
+    failed_kinds: Mapping[str, int] = field(default_factory=dict)
+    """The failed items by kind, from the cell's runs' summaries: each gets its fix at the end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,10 @@ class SuiteOutcome:
     @property
     def with_failed_items(self) -> list[CellOutcome]:
         return [c for c in self.cells if c.status != "failed" and c.failed_items]
+
+    @property
+    def echoing(self) -> list[CellOutcome]:
+        return [c for c in self.cells if c.echo.warns]
 
 
 def open_out(out: Path, keep: Collection[str] = ()) -> SuiteManifest:
@@ -152,8 +162,16 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
         log.debug("cell %s failed", c.key, exc_info=True)
         return _failed(c, manifest, f"{type(e).__name__}: {e}", start)
     seconds = time.perf_counter() - start
-    manifest.set_cell(c.key, status="complete", wall_s=round(seconds, 3), failed_items=failed_items)
-    return CellOutcome(c.label, "complete", seconds, failed_items=failed_items)
+    echo = echo_under(c.cell.out)  # every run the cell wrote, through its benchmark's own code
+    manifest.set_cell(
+        c.key,
+        status="complete",
+        wall_s=round(seconds, 3),
+        failed_items=failed_items,
+        **{ECHO_KEY: echo.to_dict()},
+    )
+    kinds = failed_kinds_under(c.cell.out) if failed_items else {}
+    return CellOutcome(c.label, "complete", seconds, failed_items=failed_items, echo=echo, failed_kinds=kinds)
 
 
 def _failed(c: PlannedCell, manifest: SuiteManifest, error: str, start: float) -> CellOutcome:
@@ -173,6 +191,9 @@ def summary_lines(outcome: SuiteOutcome, out: Path) -> list[str]:
         lines.append(f"  failed: {c.label}: {c.error}")
     for c in outcome.with_failed_items:
         lines.append(f"  {c.label}: {c.failed_items} items' model calls failed (left out of its score)")
+        lines += [f"  {line}" for line in fix_lines(c.failed_kinds)]
+    for c in outcome.echoing:
+        lines.append(f"  warning: {c.label}: {c.echo.message()}")
     if outcome.failed or outcome.with_failed_items:
         lines.append("run the same command again to retry them; finished cells are not asked again")
     return lines

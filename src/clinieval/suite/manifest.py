@@ -22,6 +22,7 @@ from typing import Any
 from clinieval import __version__
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
+from clinieval.models.fingerprint import spec_without_urls
 from clinieval.runs import file_sha256, package_versions
 from clinieval.suite.config import BenchmarkEntry, Suite
 from clinieval.suite.part import Prepared, SuiteModel
@@ -123,7 +124,7 @@ class SuiteManifest:
         old = self.cells().get(key, {}).get("settings")
         if old is None:
             return None
-        return _first_difference(old, jsonable(settings))
+        return _first_difference(_portable(old), _portable(jsonable(settings)))
 
     def changed_data(self, benchmark: str, hashes: Mapping[str, str]) -> str | None:
         """The first data file of ``benchmark`` whose content differs from when its cells ran, as
@@ -176,6 +177,18 @@ class SuiteManifest:
     @classmethod
     def new(cls, out: Path) -> SuiteManifest:
         return cls(out, {"format": 1, "cells": {}})
+
+
+def _portable(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Cell settings with the models' addresses left out: the same model moved to another URL is
+    the same cell (each run's model fingerprint tells whether the same model answers there)."""
+    out = dict(settings)
+    if isinstance(out.get("model"), str):
+        out["model"] = spec_without_urls(out["model"])
+    judge = out.get("judge")
+    if isinstance(judge, dict) and isinstance(judge.get("model"), str):
+        out["judge"] = {**judge, "model": spec_without_urls(judge["model"])}
+    return out
 
 
 def _now() -> str:

@@ -54,6 +54,7 @@ def write_suite_report(
         cells = [c for c in planned.cells if c.entry.name == prepared.benchmark]
         done = [c for c in cells if manifest.status(c.key) == "complete"]
         left_out += [_left_out(c, manifest) for c in cells if c not in done]
+        left_out += echo_notes(done, manifest)
         if not done:
             continue
         headlines = {c.cell.model.name: c.entry.part.headline(prepared, c.cell) for c in done}
@@ -71,6 +72,19 @@ def write_suite_report(
     all_notes = (*notes, *left_out)
     files = write_leaderboard(board, links, out, title=planned.suite.title, notes=all_notes)
     return SuiteReport(tuple(files), tuple(all_notes), len(scores))
+
+
+def echo_notes(cells: Sequence[PlannedCell], manifest: SuiteManifest) -> list[str]:
+    """A note for each cell whose answers mostly echo their prompt (counted when the cell ran)."""
+    from clinieval.summary import ECHO_KEY, EchoCount
+
+    notes = []
+    for c in cells:
+        found = manifest.cells().get(c.key, {}).get(ECHO_KEY)
+        echo = EchoCount.from_dict(found) if isinstance(found, dict) else EchoCount()
+        if echo.warns:
+            notes.append(f"{c.label}: {echo.message()}")
+    return notes
 
 
 def benchmark_scores(name: str, metric: str, headlines: Mapping[str, Headline]) -> BenchmarkScores:

@@ -23,6 +23,7 @@ from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
+from clinieval.summary import ECHO_KEY, EchoCount, count_echoes
 from clinieval.types import GenerationConfig, Message
 
 RESPONSE_GENERATION = GenerationConfig(temperature=0.5, top_k=50, top_p=1.0, max_tokens=200, seed=0)
@@ -73,6 +74,15 @@ class ModelPass:
             "failed": len(self.failures),
             "failures": dict(Counter(self.failures.values())),
         }
+
+    def echo(self, instances: Sequence[Instance]) -> EchoCount:
+        """This model's answers that mostly repeat the question it was sent (a base model behind a
+        chat template), counted as every run counts them (:func:`clinieval.summary.count_echoes`)."""
+        sent = (
+            (text, [m.content for m in patient_messages(instances[i].question)])
+            for i, text in self.answers.items()
+        )
+        return count_echoes(sent)
 
 
 @dataclass
@@ -170,7 +180,7 @@ def _summary(
         "left_out": len(left_out),
         "left_out_ids": list(left_out),
         "left_out_why": "an item any model failed on is left out, so every instance has all k responses",
-        "models": [run.summary() for run in passes],
+        "models": [{**run.summary(), ECHO_KEY: run.echo(instances).to_dict()} for run in passes],
         "generation": plan.generation.to_dict(),
         "prompt": {"name": PROMPT_NAME, "system": PATIENT_SYSTEM},
         "calls": {"requests": tally.requests, "cache_hits": tally.cache_hits,

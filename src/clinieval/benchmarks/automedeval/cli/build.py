@@ -75,7 +75,9 @@ def generate(
         unique_labels,
     )
     from clinieval.benchmarks.automedeval.build.instances import read_instances
+    from clinieval.cli_options import warn_if_echoed
     from clinieval.models.spec import parse_model_spec
+    from clinieval.summary import ECHO_KEY, EchoCount
 
     items = read_instances(instances)
     backend = endpoints.backend()
@@ -91,6 +93,8 @@ def generate(
         f"{len(items)} items x {len(models)} models: {len(done.instances)} written, "
         f"{len(done.left_out)} left out (a model failed); written: {out / 'instances.jsonl'}"
     )
+    for entry in done.summary["models"]:
+        warn_if_echoed(EchoCount.from_dict(entry[ECHO_KEY]), str(entry["model"]))
 
 
 def teach(
