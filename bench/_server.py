@@ -100,18 +100,25 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def smol_server(
-    *, n_ctx: int = 2048, alias: str = ALIAS, python: Path | None = None, ready_timeout_s: float = 120.0
+    *,
+    n_ctx: int = 2048,
+    alias: str = ALIAS,
+    python: Path | None = None,
+    ready_timeout_s: float = 120.0,
+    model: Path | None = None,
+    port: int | None = None,
 ) -> Iterator[Server]:
-    """Run ``python -m llama_cpp.server`` on a free loopback port for the duration of the block."""
+    """Run ``python -m llama_cpp.server`` on a free loopback port (or ``port``) for the duration of
+    the block, serving SmolLM2 (or the GGUF file ``model``) under ``alias``."""
     py = python or (MAIN_PYTHON if MAIN_PYTHON.exists() else Path(sys.executable))
-    model = smollm2_path()
+    model = model or smollm2_path()
     fd, name = tempfile.mkstemp(prefix="clinieval-bench-server-", suffix=".log")
     os.close(fd)
     log_path = Path(name)
     proc: subprocess.Popen[bytes] | None = None
     try:
         for attempt in range(3):  # the free port may be taken between probing and binding
-            server = Server(port=free_port(), alias=alias, model_path=model, log_path=log_path)
+            server = Server(port=port or free_port(), alias=alias, model_path=model, log_path=log_path)
             cmd = [
                 str(py), "-m", "llama_cpp.server",
                 "--model", str(model),

@@ -11,9 +11,17 @@ after another, and records its wall time, exit status and what it printed:
   4 judge        clinieval judge RUN --rubric reference_correct       (the server as the judge)
   5 compare      clinieval run pubmedqa with the embedded Gemma-3, then clinieval analyze A B
   6 view         clinieval view A B
+  7 echo         clinieval run pubmedqa against a base model behind a chat template (a stand-in server
+                 that answers with its prompt: bench/_echo_server.py): the score must not be 1.000
+  8 swap         clinieval run pubmedqa against llama_cpp.server serving SmolLM2 as "clinic", then Gemma
+                 on the same port under the same name (the rerun must refuse), then SmolLM2 again on
+                 another port (the rerun must resume)
 
 Goals (issue 23): each job under 2 minutes on 2 cores, and the PubMedQA default run no slower than
-2x the choice_extract run. Prints a table and writes bench/out/first-hour-<timestamp>.json, with
+2x the choice_extract run. Issue 34: job 7 prints no score for the echoes and warns once; job 8's
+swapped rerun exits 2 naming what changed, and the same model at a new address resumes.
+
+Prints a table and writes bench/out/first-hour-<timestamp>.json, with
 each job's output under --keep (default: a temporary folder) for the docs.
 
     .venv/bin/python bench/first_hour.py [--keep runs/first-hour]
@@ -35,7 +43,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _server import ROOT, smol_server, warm_up
+from _echo_server import echo_server
+from _server import ROOT, free_port, smol_server, warm_up
 
 CLI = ROOT / ".venv" / "bin" / "clinieval"
 OMOP = ROOT.parent / "shared" / "data" / "omop-synthea27nj"
@@ -155,12 +164,47 @@ def run_jobs(out: Path, url: str) -> list[Job]:
     return jobs
 
 
+def echo_job(out: Path) -> Job:
+    """Job 7: PubMedQA against a base model behind a chat template (every answer is its prompt)."""
+    with echo_server() as url:
+        spec = f"openai:{url}@base"
+        folder = str(out / "pubmedqa-base")
+        return cli("echo", "run", "pubmedqa", "-m", spec, "--limit", "10", "--shuffle", "0",
+                   "--scorer", "choice_extract", "--out", folder, "--no-progress")  # fmt: skip
+
+
+def swap_jobs(out: Path) -> list[Job]:
+    """Job 8: the same URL and name, another model behind it; then the first model at a new URL."""
+    from clinieval.models.catalog import find_embedded
+
+    gemma = find_embedded("gemma3-270m").locate()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    args = ["run", "pubmedqa", "-m", f"openai:{url}@clinic", "--limit", "10", "--shuffle", "0",
+            "--scorer", "choice_extract", "--out", str(out / "pubmedqa-clinic"), "--no-progress"]  # fmt: skip
+    jobs = []
+    with smol_server(alias="clinic", port=port) as server:
+        warm_up(server)
+        jobs.append(cli("swap-first", *args))
+    with smol_server(alias="clinic", port=port, model=gemma) as server:
+        warm_up(server)
+        jobs.append(cli("swap-gemma", *args))
+    with smol_server(alias="clinic") as server:  # SmolLM2 again, at another port
+        warm_up(server)
+        moved = [a.replace(url, server.base_url) for a in args]
+        jobs.append(cli("swap-moved", *moved))
+    return jobs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--keep", type=Path, help="folder for the jobs' runs and outputs (default: temporary)"
+    )
+    parser.add_argument(
+        "--issue34-only", action="store_true", help="jobs 7 and 8 alone (the base model and the swap)"
     )
     parser.add_argument(
         "--pubmedqa-only",
@@ -172,16 +216,24 @@ def main() -> None:
     if args.keep is not None and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    with smol_server(n_ctx=2048) as server:
-        warm_up(server)
-        spec = f"openai:{server.base_url}@smol"
-        jobs = pubmedqa_jobs(out, spec) if args.pubmedqa_only else run_jobs(out, server.base_url)
+    jobs: list[Job] = []
+    if not args.issue34_only:
+        with smol_server(n_ctx=2048) as server:
+            warm_up(server)
+            spec = f"openai:{server.base_url}@smol"
+            jobs = pubmedqa_jobs(out, spec) if args.pubmedqa_only else run_jobs(out, server.base_url)
+    if not args.pubmedqa_only:
+        jobs += [echo_job(out), *swap_jobs(out)]
     by_name = {j.name: j for j in jobs}
-    ratio = by_name["pubmedqa"].wall_s / by_name["baseline"].wall_s
+    ratio = by_name["pubmedqa"].wall_s / by_name["baseline"].wall_s if "pubmedqa" in by_name else float("nan")
     print(f"\n{'job':<10} {'wall':>8} {'exit':>5}  goal < {GOAL_S:.0f}s")
     for j in jobs:
         print(f"{j.name:<10} {j.wall_s:7.1f}s {j.exit:>5}  {'met' if j.wall_s < GOAL_S else 'NOT met'}")
     print(f"pubmedqa default / choice_extract: {ratio:.2f}x (goal <= 2x)")
+    for j in jobs:
+        if j.name == "echo" or j.name.startswith("swap"):
+            shown = [ln for ln in (j.stdout + j.stderr).splitlines() if ln.strip()]
+            print(f"\n$ {j.command}  (exit {j.exit})\n" + "\n".join(shown[:14]))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     result = {
         "benchmark": "first_hour",

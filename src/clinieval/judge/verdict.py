@@ -20,6 +20,13 @@ reference rubric):
 * **The rationale is what precedes the verdict block** (or, for a verdict written first, what
   follows it; or the format's labelled section such as ``Reasoning:``).
 
+These rules are the judges' part of the project's reading policy (docs/judge.md, "Reading
+policy"; :mod:`clinieval.scoring.reading`): a value only when the reply commits to one; a stated
+revision ("on reflection", "Corrected:", "Final score:") replaces what it revises, while two
+verdicts with no revision stated between them are ``conflict`` and a hedge is ``hedged``;
+refusals are ``refusal``; and copies of the prompt are masked before any reader looks
+(:mod:`clinieval.judge.quoted`).
+
 Nothing here knows a benchmark: a benchmark passes in what is its own (the worked example its
 one-shot prompt shows, the header that starts a new item).
 

@@ -125,7 +125,9 @@ def final_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]
     verdict the judge corrected with a later complete object is not read either, while a later
     fragment (``{"score": 5}`` quoted in prose) is no verdict and does not displace it. A key of
     the verdict given twice with different values is unparsed (a JSON reader would silently keep
-    the last).
+    the last). Under the reading policy (docs/judge.md) an earlier object with other values needs
+    a revision stated between the two ("Wait, I was wrong. Corrected: {...}"), else ``conflict``;
+    a revision stated after the last object that cannot be read is ``conflict`` too.
     """
     if not text.strip():
         raise VerdictParseError("empty judge output", "empty")

@@ -183,9 +183,12 @@ def yes_no_verdict(
 ) -> bool:
     """A yes/no verdict: the value of the reply's last labelled line that holds a yes or no.
 
-    Earlier labelled lines (an echoed format, a verdict corrected later) are not read. Without a
-    labelled line, ``unlabelled`` reads the whole reply as one block (a prompt that asks for a bare
-    "yes" or "no"); otherwise only a reply that is just "yes" or "no" is a verdict.
+    Earlier labelled lines (an echoed format, a verdict corrected later) are not read, but one
+    that says otherwise with no revision stated between is ``conflict`` (the reading policy,
+    docs/judge.md). Without a labelled line, ``unlabelled`` reads the whole reply as one block (a
+    prompt that asks for a bare "yes" or "no"): a refusal ("No, I cannot evaluate ...") is
+    ``refusal``, restated options ("B. No") are not verdicts, a hedge is ``hedged``; otherwise only
+    a reply that is just "yes" or "no" is a verdict.
     """
     if not text.strip():
         raise VerdictParseError("empty judge output", "empty")

@@ -102,15 +102,23 @@ def _option_words(choices: Sequence[str]) -> re.Pattern[str]:
 
 
 def _listed_after(text: str, end: int, item: str) -> bool:
-    """Whether the option ending at ``end`` is followed by another in a list ("yes, no or maybe",
-    "A or C"): the second must itself end the list or continue it, so "Yes, no difference was
-    seen" is not a list."""
-    return (
-        re.match(
-            rf"{_LIST_SEP}{item}(?=[ \t]*(?:[,.;:/!?)\]*_\u2014\u2013-]|\bor\b|\band\b|$))", text[end:], re.I
-        )
-        is not None
+    """Whether the option ending at ``end`` is followed by another, different one in a list ("yes,
+    no or maybe", "A or C"): the second must itself end the list or continue it, so "Yes, no
+    difference was seen" is not a list, and "Yes, yes." names one option."""
+    m = re.match(
+        rf"{_LIST_SEP}(?P<next>{item})(?=[ \t]*(?:[,.;:/!?)\]*_\u2014\u2013-]|\bor\b|\band\b|$))",
+        text[end:],
+        re.I,
     )
+    if m is None:
+        return False
+    before = re.search(r"[^\W_]+\W*$", text[:end])
+    first = before.group(0) if before else ""
+    return _bare(m.group("next")) != _bare(first)
+
+
+def _bare(option: str) -> str:
+    return re.sub(r"[\W_]+", "", option).lower()
 
 
 def _index_of(word: str, choices: Sequence[str]) -> int:
@@ -209,6 +217,9 @@ def _read_committed_choice(text: str, choices: Sequence[str], lettered: bool) ->
         return ChoiceReading(None, None, "several_options")
     if is_refusal(text):
         return ChoiceReading(None, None, "refusal")
+    first_letter = re.match(rf"^\W*{letter_item}", text) if letter_item else None
+    if letter_item and first_letter and _listed_after(text, first_letter.end(), letter_item):
+        return ChoiceReading(None, None, "several_options")  # "A or C", "B, D"
     if count:
         leading, _ = _letter_patterns(count)
         m = leading.match(text)
