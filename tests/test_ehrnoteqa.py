@@ -327,6 +327,35 @@ def test_letter_extraction(answer: str, letter: str | None) -> None:
     assert extract_letter(answer, OPTIONS)[0] == letter
 
 
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("A or C", "several_options"),
+        (
+            "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(OPTIONS)),
+            "several_options",
+        ),  # read as A before
+        ("The answer is B. Wait, no: the answer is C, as on reflection the notes say.", None),  # B before
+        ("The correct choice is B.\n\nAnswer: D", "conflict"),  # read as B before
+        ("I'm sorry, I cannot determine this from the notes.", "refusal"),
+    ],
+)
+def test_letter_extraction_follows_the_reading_policy(answer: str, reason: str | None) -> None:
+    letter, how = extract_letter(answer, OPTIONS)
+    assert (letter is None and how == reason) or (reason is None and letter == "C")
+
+
+def test_an_answer_that_repeats_its_prompt_is_unscored_not_read() -> None:
+    prompt = (
+        "Notes: the patient was discharged on warfarin.\nQuestion: What was she discharged on?\n"
+        + "\n".join(f"{chr(65 + i)}. {o}" for i, o in enumerate(OPTIONS))
+    )
+    sample = Sample(id="q", input="What was she discharged on?", choices=OPTIONS, metadata={"answer": "D"})
+    record = SampleRecord(sample, 0, [Message("user", prompt)], output=ModelOutput(text=prompt))
+    score = LetterExtraction().score(record)
+    assert score.value is None and score.metadata["unscored"] == "echoed_prompt"
+
+
 def test_letter_scorer_and_failures() -> None:
     scorer = LetterExtraction()
     assert scorer.score(_record("B. Metoprolol 25 mg")).value == 1.0

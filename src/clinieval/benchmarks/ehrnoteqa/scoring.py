@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -22,8 +23,9 @@ from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict, parse_score, parse_yes_no
 from clinieval.judge.verdict import score_marker, section
 from clinieval.sample_record import SampleRecord
-from clinieval.scoring.choices import read_letter
-from clinieval.scoring.scorers import AnswerScorer, LoglikScorer, Needs
+from clinieval.scoring.choices import read_choice
+from clinieval.scoring.echo import mask_copies
+from clinieval.scoring.scorers import ECHOED_PROMPT, AnswerScorer, LoglikScorer, Needs
 from clinieval.task import LETTERS, option_lines
 from clinieval.types import Message, Sample, Score
 
@@ -90,26 +92,35 @@ def _by_text(answer: str, choices: tuple[str, ...]) -> str | None:
     return LETTERS[found[0]] if len(found) == 1 else None
 
 
-def extract_letter(answer: str, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """(letter, how it was read) from a generated answer; (None, None) when it names no option.
+def extract_letter(
+    answer: str, choices: tuple[str, ...], sent: Sequence[str] = ()
+) -> tuple[str | None, str | None]:
+    """(letter, how it was read) from a generated answer, or (None, why not).
 
-    Readers in order: a leading label, an "answer is X" cue (both the shared
-    :func:`clinieval.scoring.choices.read_letter`), then the option text: the one option the answer
-    contains. Letters must be capitals, so the article "a" is never an answer.
+    The project's reading policy (docs/judge.md) through the shared
+    :func:`clinieval.scoring.choices.read_choice`: a leading label, an "answer is X" cue, the
+    option the answer opens or closes with; several options named, a conflict, a refusal or an
+    echo of the prompt (``sent``) is no answer, with its reason. An answer that names no option
+    that way is read by the one option whose text it contains once punctuation is set aside.
+    Letters must be capitals, so the article "a" is never an answer.
     """
-    letter, how = read_letter(answer, len(choices))
-    if letter is not None:
-        return letter, how
-    letter = _by_text(answer, choices)  # markup is punctuation to _norm
-    return (letter, "text") if letter else (None, None)
+    reading = read_choice(answer, choices, lettered=True, sent=sent)
+    if reading.index is not None:
+        return LETTERS[reading.index], reading.how
+    if reading.reason != "no_verdict":
+        return None, reading.reason
+    own = mask_copies(answer, sent, keep=choices) if sent else answer
+    letter = _by_text(own, choices)  # markup is punctuation to _norm
+    return (letter, "text") if letter else (None, "no_verdict")
 
 
 @dataclass(frozen=True, slots=True)
 class LetterExtraction(AnswerScorer):
     """Accuracy of the option read out of the generated answer.
 
-    An answer that names no option is wrong (the model did not choose) and flagged ``unparsed``
-    so its rate is reported; a failed model call stays unscored with its error kind.
+    An answer that commits to no option is wrong (the model did not choose) and flagged
+    ``unparsed`` with its reason, so its rate is reported; one that mostly repeats its prompt is
+    unscored (``echoed_prompt``); a failed model call stays unscored with its error kind.
     """
 
     name: str = "letter_extract"
@@ -117,12 +128,13 @@ class LetterExtraction(AnswerScorer):
     needs_choices: bool = True
 
     def score_text(self, record: SampleRecord, text: str) -> Score:
-        letter, how = extract_letter(text, record.sample.choices)
+        letter, how = extract_letter(text, record.sample.choices, [m.content for m in record.messages])
+        if how == ECHOED_PROMPT:
+            return Score(value=None, metadata={"unscored": ECHOED_PROMPT, "unparsed": True})
         gold = str(record.sample.metadata.get("answer"))
+        why = {"read_by": how} if letter is not None else {"reason": how}
         return Score(
-            value=1.0 if letter == gold else 0.0,
-            answer=letter,
-            metadata={"unparsed": letter is None, "read_by": how},
+            value=1.0 if letter == gold else 0.0, answer=letter, metadata={"unparsed": letter is None, **why}
         )
 
 
