@@ -18,7 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-class _Handler(BaseHTTPRequestHandler):
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler that answers with JSON: the base of the benchmarks' scripted
+    OpenAI-compatible servers (this one, bench/automedeval_judge.py's)."""
+
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args: Any) -> None:  # quiet: the benchmark prints what matters
@@ -32,6 +35,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+
+class _Handler(JsonHandler):
     def do_GET(self) -> None:
         self._send({"object": "list", "data": [{"id": "base", "object": "model", "owned_by": "me"}]})
 

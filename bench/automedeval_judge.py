@@ -37,13 +37,14 @@ import os
 import platform
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,9 @@ from clinieval.benchmarks.automedeval.overlap_judge import overlap_reply
 from clinieval.benchmarks.automedeval.synth import CONDITIONS, synthetic_set
 from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.models.spec import BackendOptions, parse_model_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _echo_server import JsonHandler
 
 OUT = Path(__file__).resolve().parent / "out"
 EMBEDDED = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
@@ -99,20 +103,7 @@ def scripted_server(ask_rate: float) -> Iterator[str]:
     """A local OpenAI-compatible server answering with :func:`scripted_reply`; yields its /v1 URL."""
     vocab = tokenizer_from_spec("llamacpp:smollm2-135m-instruct")
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def do_GET(self) -> None:
             self._send({"object": "list", "data": [{"id": "scripted"}]})
 
