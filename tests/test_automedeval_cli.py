@@ -14,7 +14,7 @@ from clinieval.benchmarks.automedeval.cli.options import run_models
 from clinieval.errors import UserError
 
 ENDPOINT_OPTIONS = [
-    "n_ctx", "timeout", "retries", "concurrency", "allow_host", "ca_bundle", "no_proxy",
+    "n_ctx", "timeout", "retries", "concurrency", "allow_host", "ca_bundle", "no_proxy", "fingerprint",
     "executor", "ray_address", "ray_workers", "progress",
 ]  # fmt: skip
 

@@ -58,7 +58,7 @@ def test_a_group_spreads_into_its_options_with_the_commands_defaults() -> None:
     options = _options(app)
     assert list(options) == [
         "model", "n_ctx", "timeout", "retries", "concurrency", "allow_host", "ca_bundle", "no_proxy",
-        "executor", "ray_address", "ray_workers", "overwrite", "progress", "strict",
+        "fingerprint", "executor", "ray_address", "ray_workers", "overwrite", "progress", "strict",
     ]  # fmt: skip
     assert options["n_ctx"].default == 8192 and options["timeout"].default == 30.0  # type: ignore[attr-defined]
     assert options["retries"].default == 4  # type: ignore[attr-defined]  # the group's own default
@@ -123,7 +123,8 @@ def test_judge_options_speak_of_the_judge_and_refuse_a_bad_fraction_first() -> N
     options = _options(app)
     assert list(options) == [
         "judge_temperature", "limit", "n_ctx", "timeout", "retries", "concurrency", "allow_host",
-        "ca_bundle", "no_proxy", "executor", "ray_address", "ray_workers", "progress", "allow_failures",
+        "ca_bundle", "no_proxy", "fingerprint", "executor", "ray_address", "ray_workers", "progress",
+        "allow_failures",
     ]  # fmt: skip
     assert options["n_ctx"].help == "context window of an embedded judge"  # type: ignore[attr-defined]
     done = runner.invoke(app, ["go", "--allow-failures", "lots"])

@@ -118,7 +118,8 @@ def test_cli_end_to_end_with_the_embedded_model(tmp_path: Path) -> None:
     judged = run_cli(
         "ehrnoteqa", "judge", str(out), "--judge", "llamacpp:smollm2-135m-instruct", "--repeats", "2", *common
     )
-    assert judged.returncode == 0, judged.stderr
+    # the tiny judge may score nothing in an arm: that pass exits 3 with its fix (issue 34)
+    assert judged.returncode == 0 or (judged.returncode == 3 and "no answer could be scored" in judged.stderr)
     assert "not credible" in judged.stderr
     assert "judging answers written by the same model" in judged.stderr  # smol judges smol
     report = tmp_path / "report"

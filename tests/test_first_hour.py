@@ -468,5 +468,6 @@ def test_a_judge_on_a_one_slot_server_gets_one_request_at_a_time(llama_server: s
         "judge", str(tmp_path / "r"), "--judge", f"openai:{llama_server}@smol",
         "--rubric", "reference_correct", "--repeats", "1", "--max-tokens", "8", "--no-progress",
     )  # fmt: skip
-    assert judged.returncode == 0, judged.stderr
+    # 8 tokens rarely hold SmolLM2's verdict: a pass that scored nothing exits 3 with its fix (issue 34)
+    assert judged.returncode == 0 or (judged.returncode == 3 and "no answer could be scored" in judged.stderr)
     assert "1 in flight instead of 16" in judged.stderr

@@ -182,8 +182,10 @@ def test_a_run_without_targets_is_one_error_for_the_reference_rubric(tmp_path: P
         ("Reason: the answer is right, yes.", None),
         ("Score: 1\nThe answer is correct.", None),
         ("Verdict: <yes or no>\nReason: <one sentence>", None),  # the format, echoed
-        ("Verdict: yes\nReason: ...\nVerdict: no", False),  # the last verdict: a corrected one
-        ("Verdict: yes, on reflection no\nReason: ...", None),  # the final verdict says both
+        ("Verdict: yes\nReason: ... on reflection, wrong dose.\nVerdict: no", False),  # a stated revision
+        ("Verdict: yes\nReason: ...\nVerdict: no", None),  # two verdicts, no revision stated: a conflict
+        ("Verdict: yes, on reflection no\nReason: ...", False),  # the stated revision replaces
+        ("Verdict: yes, no\nReason: ...", None),  # the final verdict says both
         ("Verdict: correct", None),
         ("", None),
     ],

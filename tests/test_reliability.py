@@ -156,7 +156,8 @@ def test_judge_repeats_get_their_own_seeds_and_identical_repeats_are_flagged(tmp
     from tests.test_benchmarks import _inline
 
     arm = tmp_path / "arm"
-    with FaultServer(answer="B. Metoprolol 25 mg") as server:
+    # "Yes.": the judge's verdict too (a copy of the answer it judges would be no verdict, issue 34)
+    with FaultServer(answer="Yes.") as server:
         model = f"openai:{server.url}@fault"
         made = run_cli(
             "run", "ehrnoteqa", "--data", str(_inline(tmp_path)), "-m", model, "--scorer", "letter_extract",

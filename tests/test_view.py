@@ -225,7 +225,9 @@ def test_failures_and_unparsed_verdicts_are_shown_as_such(site: Path) -> None:
     assert failed.count("The call failed: <b>content_filter</b>") == 2
     unparsed = read(site, "a")
     one = section(unparsed, "answers").split('id="arm-1"')[0]
-    assert one.count("unparsed: no JSON object in the output") == 2 and "I cannot judge this." in one
+    # a refusal is unparsed with its own reason (issue 34's reading policy), shown as such
+    refused = "unparsed: the judge refused or offered help instead of a verdict"
+    assert one.count(refused) == 2 and "I cannot judge this." in one
     assert "— judge_unparsed" in section(unparsed, "scores-section")
 
 

@@ -60,6 +60,7 @@ def backend_for(settings: EndpointSettings) -> tuple[BackendOptions, int | None]
         allow_host=list(settings.allow_host) or None,
         ca_bundle=settings.ca_bundle,
         no_proxy=settings.no_proxy,
+        fingerprint=settings.fingerprint,
         executor=settings.executor,
         ray_address=settings.ray_address,
         ray_workers=settings.ray_workers,

@@ -52,6 +52,8 @@ def read_masked(rubric: Rubric, reply: str, quoted: Sequence[str], prompt: Seque
     of blanks would hide them from the clinician reading it).
     """
     masked = mask_for_judge(reply, quoted, prompt)
+    if reply.strip() and not masked.strip():
+        raise VerdictParseError("the reply only repeats what the judge was shown", "echoed_prompt")
     verdict = rubric.parse(masked)
     if masked == reply:
         return verdict

@@ -18,7 +18,8 @@ resume, a judging pass and a suite cell compare it before asking anything:
   whatever came before, so it is the same after a restart). At record time it is asked twice; an
   answer that differed then is marked not deterministic and never decides anything.
 * for an **embedded** model (``llamacpp:``): the GGUF file (name, size, a digest of its first and
-  last MiB) and its metadata (architecture, name, size label, ``n_ctx_train``), plus the probe.
+  last MiB) and its metadata (architecture, name, size label, ``n_ctx_train``); no probe, since
+  the file is the weights (and a probe would be a model call no plan counts).
 
 What decides (``decides``), so that a hosted API whose answers vary is never refused spuriously:
 the file for an embedded model; else what the server reports, when it reports anything; else the
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from clinieval.errors import UserError
-from clinieval.types import JSON, GenerationConfig, Message
+from clinieval.types import JSON
 
 if TYPE_CHECKING:
     from clinieval.models.base import Model
@@ -167,21 +168,9 @@ async def _embedded(model: LlamaCppModel) -> JSON:
     gguf = {k.removeprefix("general."): meta[k] for k in _GGUF_KEYS if k in meta}
     if f"{arch}.context_length" in meta:
         gguf["n_ctx_train"] = meta[f"{arch}.context_length"]
-
-    async def ask(prompt: str, tokens: int) -> tuple[str | None, str]:
-        config = GenerationConfig(temperature=0.0, max_tokens=tokens, seed=0)
-        out = await model.generate([Message("user", prompt)], config)
-        return (out.text, "") if out.error_kind is None else (None, out.error_message or "")
-
-    return {
-        "url": None,
-        "kind": "embedded",
-        "file": file,
-        "gguf": gguf,
-        # once, unflushed: the embedded backend evaluates every prompt as a fresh context would
-        # (models/llamacpp.py), and it would answer a second ask from its last-answer cache
-        "probe": await _probe(ask, "embedded", times=1, flush=False),
-    }
+    # no probe: the file is the weights, and it decides; a probe would be a model call that no
+    # plan counts (a suite's plan equals the calls its cells make)
+    return {"url": None, "kind": "embedded", "file": file, "gguf": gguf, "probe": None}
 
 
 async def _server(model: OpenAIModel) -> JSON:
@@ -307,7 +296,6 @@ async def _probe(ask: Any, via: str, times: int = 2, flush: bool = True) -> JSON
 
 async def probe_again(model: Model) -> JSON | None:
     """One more flush-and-probe (a mismatch is asked twice before it counts)."""
-    from clinieval.models.llamacpp import LlamaCppModel
     from clinieval.models.openai_http import OpenAIModel
     from clinieval.models.pool import EndpointPool
 
@@ -316,9 +304,7 @@ async def probe_again(model: Model) -> JSON | None:
         return None if first is None else await _server_probe(first)
     if isinstance(model, OpenAIModel):
         return await _server_probe(model)
-    if isinstance(model, LlamaCppModel):
-        return (await _embedded(model))["probe"]  # type: ignore[no-any-return]
-    return None
+    return None  # an embedded model has no probe: its file decides
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,7 +388,12 @@ def describe(fp: Mapping[str, Any] | None) -> str:
     if not fp.get("taken"):
         return f"not taken ({fp.get('why')})"
     probe = fp.get("probe") or {}
-    said = f"probe {probe['answer']!r}" if "answer" in probe else f"probe failed ({probe.get('failed')})"
+    if not probe:
+        said = "no probe"
+    elif "answer" in probe:
+        said = f"probe {probe['answer']!r}"
+    else:
+        said = f"probe failed ({probe.get('failed')})"
     if "answer" in probe and not probe.get("deterministic"):
         said += " (not deterministic)"
     parts = [_file(fp)] if fp.get("file") else []

@@ -30,7 +30,7 @@ REVISION = re.compile(
     rf"(?i)\b(?:on\s+(?:further\s+)?reflection|{_SECOND_LOOK}|actually|(?:upon|after)\s+reconsideration"
     r"|correction|corrected|revised|revising|I\s+was\s+wrong|I\s+made\s+(?:a|an)\s+(?:mistake|error)"
     r"|let\s+me\s+(?:re-?consider|revise|correct)|wait\b|make\s+(?:that|it)|changed?\s+to|rather|I\s+mean"
-    r"|scratch\s+that|instead)\b"
+    r"|scratch\s+that|instead)\b|(?:^|[.!;]\s*)no\s*[:\u2014\u2013]"
 )
 """A stated revision: what follows replaces the value before it."""
 

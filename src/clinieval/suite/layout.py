@@ -39,6 +39,13 @@ class EndpointSettings:
         default=None, metadata={"help": "PEM file of CA certificates trusted for https endpoints"}
     )
     no_proxy: bool = field(default=False, metadata={"help": "never send requests through HTTPS_PROXY"})
+    fingerprint: Literal["strict", "warn", "off"] | None = field(
+        default=None,
+        metadata={
+            "help": "another model behind a cell's spec when it resumes: strict refuses, warn goes on, "
+            "off compares nothing (default: $CLINIEVAL_FINGERPRINT, else strict; docs/endpoints.md)"
+        },
+    )
     executor: Literal["local", "ray"] = field(
         default="local", metadata={"help": "where model requests are answered: local or ray"}
     )

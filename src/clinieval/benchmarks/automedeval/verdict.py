@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from clinieval.benchmarks.automedeval.judge_set import SCORE_RANGE
 from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
-from clinieval.judge.verdict import NumberedFormat, locate_numbered, numbered_scores
+from clinieval.judge.verdict import NumberedFormat, VerdictParseError, locate_numbered, numbered_scores
 from clinieval.scoring.echo import mask_copies
 
 RESPONSE_CHARS = 1000
@@ -79,7 +79,10 @@ def parse_scores(reply: str, k: int, quoted: Sequence[str] = (), prompt: Sequenc
     echoes it (the reading policy, docs/judge.md); ``prompt``, the judge prompt's texts, is masked
     where the judge copies a run of its words with content (the worked example's analysis)."""
     if quoted or prompt:
-        reply = mask_copies(reply, [*prompt, *quoted], whole=quoted)
+        masked = mask_copies(reply, [*prompt, *quoted], whole=quoted)
+        if reply.strip() and not masked.strip():
+            raise VerdictParseError("the reply only repeats what the judge was shown", "echoed_prompt")
+        reply = masked
     return numbered_scores(reply, k, FORMAT)
 
 
