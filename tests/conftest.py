@@ -22,13 +22,14 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 BIN = Path(sys.executable).parent
 
 
-def missing(what: str) -> NoReturn:
-    """Skip the test for ``what`` is missing, or fail it under ``CI=true``: there the Makefile has
-    installed every real part (Chromium, PostgreSQL, nginx, tinyproxy, Ray, ../shared), so a
-    missing one is a broken install, never a reason to pass quietly."""
+def missing(what: str, *, module: bool = False) -> NoReturn:
+    """Skip the test for ``what`` is missing, or fail it under ``CI=true`` (``.ci/run`` sets it):
+    there the Makefile has installed every real part (Chromium, PostgreSQL, nginx, tinyproxy, Ray,
+    ../shared), so a missing one is a broken install, never a reason to pass quietly. Every skip
+    for a missing part goes through here (``module``: the whole module, at import time)."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what} (CI=true: the Makefile installs it, so this is a broken install)")
-    pytest.skip(what)
+    pytest.skip(what, allow_module_level=module)
 
 
 def need_shared(sub: str) -> Path:

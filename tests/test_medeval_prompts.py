@@ -7,7 +7,6 @@ the spec quotes.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -24,7 +23,7 @@ from clinieval.benchmarks.medeval.prompts import (
 )
 from clinieval.benchmarks.medeval.task import draw_examples
 from clinieval.errors import UserError
-from tests.conftest import REPO
+from tests.conftest import REPO, missing
 
 SPEC = REPO.parent / "shared" / "spec" / "medeval.md"
 
@@ -42,9 +41,7 @@ REPORT = ReportItem(
 def spec_blocks() -> dict[str, str]:
     """The spec's fenced prompts, keyed by the line above each fence ("Abnormality, zero-shot:")."""
     if not SPEC.exists():
-        pytest.fail(f"{SPEC} is missing") if os.environ.get("CI") == "true" else pytest.skip(
-            f"{SPEC} is missing"
-        )
+        missing(f"{SPEC} is missing: the shared spec sits beside the checkout")
     text = SPEC.read_text(encoding="utf-8")
     return {m[1].strip(): m[2] for m in re.finditer(r"^([^\n]+):\n```\n(.*?)\n```", text, re.M | re.S)}
 

@@ -19,7 +19,6 @@ A screenshot of each page is saved to the test's tmp_path, so the test exercises
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -29,13 +28,12 @@ import pytest
 from clinieval.report import Document, Paragraph, Raw, Section, Table, render_html
 from clinieval.report.charts import bar_chart_svg, grouped_bar_chart_svg, line_chart_svg
 from clinieval.report.heatmap import head_to_head
+from tests.conftest import missing
 
 try:
     import playwright.sync_api  # noqa: F401
 except ImportError:  # the browser fixture says how to install it; CI must have it
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("playwright is not installed in the virtualenv (`make install`)", allow_module_level=True)
+    missing("playwright is not installed in the virtualenv (`make install`)", module=True)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
