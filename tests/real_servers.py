@@ -236,19 +236,27 @@ class Nginx:
 
 
 class Tinyproxy:
-    """Debian's tinyproxy in the foreground on 127.0.0.1, allowing CONNECT to ``connect_ports``."""
+    """Debian's tinyproxy in the foreground on ``listen`` (127.0.0.1; another address only inside a
+    test's network namespace), allowing CONNECT to ``connect_ports``."""
 
     def __init__(
-        self, folder: Path, port: int, connect_ports: list[int], basic_auth: str | None = None
+        self,
+        folder: Path,
+        port: int,
+        connect_ports: list[int],
+        basic_auth: str | None = None,
+        listen: str = "127.0.0.1",
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.port = port
+        self.listen = listen
         self.log = folder / "tinyproxy.log"
         self.conf = folder / "tinyproxy.conf"
         lines = [
             f"Port {port}",
-            "Listen 127.0.0.1",
+            f"Listen {listen}",
             "Allow 127.0.0.1",
+            *([f"Allow {listen}"] if listen != "127.0.0.1" else []),  # a local client's own address
             "Timeout 300",
             "MaxClients 64",
             f'LogFile "{self.log}"',
@@ -266,14 +274,14 @@ class Tinyproxy:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.listen}:{self.port}"
 
     def start(self) -> Tinyproxy:
         self.proc = subprocess.Popen(
             [str(TINYPROXY), "-d", "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            wait_port("127.0.0.1", self.port, self.proc, self.log)
+            wait_port(self.listen, self.port, self.proc, self.log)
         except BaseException:
             self.stop()
             raise

@@ -62,7 +62,7 @@ def reply(shape: str) -> tuple[bytes, bool]:
         return _ok(body)[: -len(body) // 2], False  # the head promises more than is sent, then close
     if shape == "huge_head":
         return _ok(body, "X-Padding: " + "a" * (70 * 1024)), False
-    if shape == "brotli":  # an encoding the client never asked for and cannot read
+    if shape == "brotli":  # labelled br, but not brotli: an answer no decoder can read
         return _ok(body, "Content-Encoding: br"), False
     if shape == "chunked_ext":  # chunk extensions, a trailer, lower-case header names
         half = len(body) // 2

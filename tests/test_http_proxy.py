@@ -26,6 +26,9 @@ from clinieval.errors import UserError
 from clinieval.models.http1 import ConnectError, ConnectOptions, Http1Client
 from clinieval.models.http_proxy import Proxy, bypassed, parse_proxy, proxy_for
 from clinieval.models.openai_http import OpenAIModel
+from clinieval.models.spec import BackendOptions, parse_model_spec
+from clinieval.server_fit import proxies_used
+from clinieval.suite.layout import in_suite_terms
 from tests.test_http1 import OK, ScriptedServer, length_reply, serving
 
 FAR = "10.77.0.1"  # not loopback; never connected to (the proxy is)
@@ -131,7 +134,9 @@ def test_plain_http_goes_to_the_proxy_with_the_whole_url(monkeypatch: pytest.Mon
     assert first.startswith(f"POST http://{FAR}:8080/v1/chat/completions HTTP/1.1\r\n")
     assert f"\r\nHost: {FAR}:8080\r\n" in first
     assert "\r\nProxy-Authorization: Basic " + base64.b64encode(b"ward:secret").decode() in first
-    assert proxy.connections == 1  # kept alive through the proxy
+    # a connection per request through a forward proxy: one that closes after each answer without
+    # saying so (tinyproxy) would otherwise leave a POST unanswered, and a POST is never sent again
+    assert proxy.connections == 2
 
 
 @pytest.mark.parametrize(
@@ -257,3 +262,86 @@ def test_https_is_tunnelled_with_connect_and_verified_against_the_endpoint(
     assert proxy.connects[0] == f"CONNECT {FAR}:8443 HTTP/1.1".encode()
     assert len(proxy.connects) == 2  # one tunnel kept alive for three requests, then the refused one
     assert server.requests[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+
+
+# --- which proxy may carry patient text (issue 35) ----------------------------------------------------
+
+OTHER = "10.77.0.2"  # a proxy host that is not loopback; never connected to
+FAR_PROXY = f"http://ward:secret@{OTHER}:3128"
+
+
+def test_an_http_endpoint_through_a_proxy_nobody_allowed_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over plain http the proxy reads every prompt: one that is neither loopback nor allowlisted
+    is refused when the model is built, before anything is written or sent, naming the proxy
+    (never its password), the variable that set it and the options that allow or avoid it."""
+    monkeypatch.delenv("CLINIEVAL_ALLOWED_HOSTS", raising=False)
+    monkeypatch.setenv("HTTP_PROXY", FAR_PROXY)
+    with pytest.raises(UserError) as caught:
+        OpenAIModel(f"http://{FAR}:8080/v1", "m", allow_hosts=[FAR])
+    assert str(caught.value) == (
+        f"endpoint 'http://{FAR}:8080/v1' would be reached through the proxy {OTHER}:3128 (from HTTP_PROXY), "
+        "which is neither loopback nor allowlisted, and over plain http the proxy reads every prompt; allow "
+        f"the proxy with --allow-host {OTHER} (or CLINIEVAL_ALLOWED_HOSTS={OTHER}), go direct with "
+        f"--no-proxy (or NO_PROXY={FAR}), or use the endpoint's https URL (the proxy then sees only CONNECT)"
+    )
+    # a suite has no command-line options: its error names the [endpoints] keys instead
+    suite = in_suite_terms(str(caught.value))
+    assert f'[endpoints] allow_host = ["{OTHER}"]' in suite and "[endpoints] no_proxy (or" in suite
+
+
+@pytest.mark.parametrize(
+    ("url", "environ", "allow", "connect", "via"),
+    [
+        ("http", {"HTTP_PROXY": FAR_PROXY}, [FAR, OTHER], None, "forward"),  # --allow-host PROXY
+        ("http", {"HTTP_PROXY": FAR_PROXY, "CLINIEVAL_ALLOWED_HOSTS": OTHER}, [FAR], None, "forward"),
+        ("http", {"http_proxy": "http://127.0.0.1:3128"}, [FAR], None, "forward"),  # a loopback proxy
+        ("https", {"HTTPS_PROXY": FAR_PROXY}, [FAR], None, "connect"),  # the proxy sees only CONNECT
+        ("http", {"HTTP_PROXY": FAR_PROXY}, [FAR], ConnectOptions(use_env_proxy=False), None),  # --no-proxy
+        ("http", {"HTTP_PROXY": FAR_PROXY, "NO_PROXY": FAR}, [FAR], None, None),
+    ],
+)
+def test_the_proxies_a_user_opened_and_what_the_manifest_records(
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    environ: dict[str, str],
+    allow: list[str],
+    connect: ConnectOptions | None,
+    via: str | None,
+) -> None:
+    monkeypatch.delenv("CLINIEVAL_ALLOWED_HOSTS", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    model = OpenAIModel(f"{url}://{FAR}:8080/v1", "m", allow_hosts=allow, connect=connect)
+    record = model.proxy_record
+    if via is None:
+        assert record is None and proxies_used(model) == []
+        return
+    assert record is not None and record["via"] == via
+    assert record["endpoint"] == f"{url}://{FAR}:8080/v1"
+    assert record["source"] == next(iter(environ))
+    assert "secret" not in str(record) and "ward:" not in str(record)
+    assert proxies_used(model) == [record]
+
+
+def test_a_proxy_set_after_the_model_was_built_is_checked_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connections are made on first use and read the environment again: a proxy that
+    appeared in between goes through the same guard."""
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("CLINIEVAL_ALLOWED_HOSTS", raising=False)
+    model = OpenAIModel(f"http://{FAR}:8080/v1", "m", allow_hosts=[FAR])
+    assert model.proxy is None
+    monkeypatch.setenv("HTTP_PROXY", FAR_PROXY)
+    with pytest.raises(UserError, match=f"through the proxy {OTHER}:3128 .from HTTP_PROXY."):
+        asyncio.run(model.check())
+
+
+def test_a_pool_records_each_proxied_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.setenv("NO_PROXY", "10.77.0.3")
+    pool = parse_model_spec(
+        f"openai:http://{FAR}:8080/v1,http://10.77.0.3:8080/v1@m",
+        BackendOptions(allow_hosts=(FAR, "10.77.0.3")),
+    )
+    assert [(r["endpoint"], r["proxy"]) for r in proxies_used(pool)] == [
+        (f"http://{FAR}:8080/v1", "http://127.0.0.1:3128")
+    ]

@@ -510,6 +510,8 @@ def test_judge_behind_a_real_openai_compatible_server(llama_server: str, tmp_pat
     assert first.summary.judge_calls == 4 and first.summary.new_completion_tokens > 0
     assert len(judge_keys(run)) == 4 and second.summary.requests == 0
     assert second.scores == first.scores
+    # the summary says which proxies the judge's requests went through: none to a loopback server
+    assert json.loads(first.summary_path.read_text())["proxies"] == []
 
 
 # --------------------------------------------------------------------------------------------

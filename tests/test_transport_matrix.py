@@ -30,7 +30,7 @@ from tests.conftest import free_port, in_loopback_namespace
 from tests.real_servers import API_KEY, Gateway, start_gateway
 from tests.shape_server import MODEL as SHAPES_MODEL
 from tests.shape_server import ShapeServer, answer_text
-from tests.transport_namespace import HOST, clean_env, cli, outcome
+from tests.transport_namespace import FAR_PROXY, FAR_PROXY_PORT, HOST, clean_env, cli, outcome
 
 pytestmark = pytest.mark.slow
 
@@ -186,7 +186,7 @@ def proxied(gateway: Gateway, items: Path, tmp_path_factory: pytest.TempPathFact
         "tests.transport_namespace",
         str(folder),
         report=folder,
-        setup=f"ip addr add {HOST}/32 dev lo",
+        setup=f"ip addr add {HOST}/32 dev lo && ip addr add {FAR_PROXY}/32 dev lo",
         timeout=400,
     )
     return report
@@ -200,6 +200,10 @@ def test_https_through_the_proxy_uses_connect_and_reruns_ask_nothing(
     assert texts(first) == reference
     assert first["nginx_asked"] == len(QUESTIONS)
     assert first["proxy"] and set(first["proxy"]) == {f"CONNECT {HOST}:8443 HTTP/1.1"}, first["proxy"]
+    assert first["proxies"] == [
+        {"endpoint": f"https://{HOST}:8443/v1", "proxy": "http://127.0.0.1:3128", "source": "HTTPS_PROXY",
+         "via": "connect"}
+    ]  # fmt: skip
     chats = [x for x in first["nginx_lines"] if "/chat/completions" in x]
     assert chats and all(x.endswith('200 "gzip"') for x in chats), chats
     again = proxied["connect_again"]
@@ -236,6 +240,11 @@ def test_http_through_the_proxy_uses_absolute_form(
         "proxy"
     ]
     assert not any(x.startswith("CONNECT") for x in result["proxy"])
+    # a loopback proxy needs no allowlisting; the manifest says the requests went through it
+    assert result["proxies"] == [
+        {"endpoint": f"http://{HOST}:8080/v1", "proxy": "http://127.0.0.1:3128", "source": "http_proxy",
+         "via": "forward"}
+    ]  # fmt: skip
 
 
 def test_a_proxy_refusing_connect_is_named_with_its_status(proxied: dict[str, Any]) -> None:
@@ -261,11 +270,55 @@ def test_proxy_credentials_from_the_proxy_url(proxied: dict[str, Any], reference
     assert "s3cret" not in line and ":wrong@" not in line, "the proxy password was printed"
 
 
+def test_a_plain_http_endpoint_through_a_proxy_nobody_allowed_is_refused(proxied: dict[str, Any]) -> None:
+    """Over http the proxy reads every prompt: a proxy that is neither loopback nor allowlisted
+    is refused before anything is sent (issue 35: it used to get all the prompts, exit 0)."""
+    result = proxied["forward_unopened"]
+    line = one_error(
+        result,
+        f"through the proxy {FAR_PROXY}:{FAR_PROXY_PORT} (from HTTP_PROXY)",
+        "neither loopback nor allowlisted",
+        f"--allow-host {FAR_PROXY}",
+        "--no-proxy",
+    )
+    assert "s3cret" not in line and "clinician" not in line, "the proxy's credentials were printed"
+    assert result["far_proxy"] == [] and result["nginx_asked"] == 0
+
+
+def test_the_same_proxy_allowlisted_carries_the_run_and_is_recorded(
+    proxied: dict[str, Any], reference: dict[str, str]
+) -> None:
+    result = proxied["forward_opened"]
+    succeeded(result)
+    assert texts(result) == reference
+    posts = [x for x in result["far_proxy"] if x.startswith("POST ")]
+    assert posts == [f"POST http://{HOST}:8080/v1/chat/completions HTTP/1.1"] * len(QUESTIONS), result[
+        "far_proxy"
+    ]
+    assert result["proxies"] == [
+        {"endpoint": f"http://{HOST}:8080/v1", "proxy": f"http://{FAR_PROXY}:{FAR_PROXY_PORT}",
+         "source": "HTTP_PROXY", "via": "forward"}
+    ]  # fmt: skip
+
+
+def test_connect_through_a_proxy_nobody_allowed_is_unchanged(
+    proxied: dict[str, Any], reference: dict[str, str]
+) -> None:
+    """Through CONNECT the proxy sees the endpoint's host and port, then TLS: the allowlisted https
+    endpoint is what counts, as before."""
+    result = proxied["connect_unopened"]
+    succeeded(result)
+    assert texts(result) == reference
+    assert result["far_proxy"] and set(result["far_proxy"]) == {f"CONNECT {HOST}:8443 HTTP/1.1"}
+    assert [p["via"] for p in result["proxies"]] == ["connect"]
+
+
 def test_no_row_leaks_the_api_key_or_patient_text(proxied: dict[str, Any]) -> None:
     for name, row in proxied.items():
         said = row["stdout"] + row["stderr"]
         assert API_KEY not in said, name
         assert not any(q in said for q in QUESTIONS.values()), name
+        assert "s3cret" not in json.dumps(row["proxies"]), f"{name}: a proxy password in the manifest"
 
 
 # --- the table's answer shapes, from a raw socket server ---------------------------------------------

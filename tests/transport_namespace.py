@@ -5,13 +5,15 @@ is not loopback, and no test may send traffic off this machine. Inside ``unshare
 interface is ``lo``; tests/test_transport_matrix.py adds 10.77.0.1/32 to it, an address that is
 not loopback yet reaches nothing outside the namespace. This module, run there as
 ``python -m tests.transport_namespace DIR``, starts its own nginx (TLS, ``gzip on``) on 10.77.0.1
-and 127.0.0.1 and Debian's tinyproxy on 127.0.0.1, runs the real command line once per row, and
+and 127.0.0.1 and Debian's tinyproxy on 127.0.0.1 and on 10.77.0.2 (a proxy that is not loopback,
+which the test adds to ``lo`` too), runs the real command line once per row, and
 writes ``DIR/report.json`` for the test to check. The model is the session's real one: this nginx
 reaches it through the unix socket of the gateway outside (``DIR/config.json`` names it), so one
 model serves both sides and no model is loaded in here.
 
-Each row reports the exit code, stdout, stderr, the records (text and error kind per item), and
-how many chat completions nginx saw and which requests tinyproxy logged during that row.
+Each row reports the exit code, stdout, stderr, the records (text and error kind per item), the
+proxies its manifest recorded, and how many chat completions nginx saw and which requests each
+tinyproxy logged during that row.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ PROXY_PORT = 3128
 AUTH_PROXY_PORT = 3129
 DEAD_PROXY_PORT = 3130
 """Nothing listens there."""
+FAR_PROXY = "10.77.0.2"
+"""A proxy host that is not loopback (inside the namespace only): one nobody allowlisted."""
+FAR_PROXY_PORT = 3131
 PROXY_USER = "clinician:s3cret"
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY")
 CLEAN_ENV = {*PROXY_VARS, *(v.lower() for v in PROXY_VARS), "SSL_CERT_FILE", "SSL_CERT_DIR"}
@@ -75,7 +80,14 @@ def outcome(cmd: list[str], env: dict[str, str], out: Path) -> dict[str, Any]:
         "seconds": round(time.monotonic() - start, 2),
         "out_exists": out.exists(),
         "records": records(out),
+        "proxies": recorded_proxies(out),
     }
+
+
+def recorded_proxies(out: Path) -> list[Any] | None:
+    """The ``proxies`` the run's manifest recorded (None: no manifest, or none recorded)."""
+    manifest = out / "manifest.json"
+    return json.loads(manifest.read_text()).get("proxies") if manifest.exists() else None
 
 
 def records(out: Path) -> dict[str, list[Any]]:
@@ -96,6 +108,7 @@ class Servers:
     nginx: Nginx
     proxy: Tinyproxy
     auth_proxy: Tinyproxy
+    far_proxy: Tinyproxy
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,7 @@ def rows(ca: Path) -> list[Row]:
     tls, plain = f"https://{HOST}:{TLS_PORT}/v1", f"http://{HOST}:{PLAIN_PORT}/v1"
     allow, trust = ("--allow-host", HOST), ("--ca-bundle", str(ca))
     proxy = f"http://127.0.0.1:{PROXY_PORT}"
+    far_proxy = f"http://{PROXY_USER}@{FAR_PROXY}:{FAR_PROXY_PORT}"
     return [
         Row("connect", tls, clean_env(HTTPS_PROXY=proxy), (*allow, *trust)),
         Row("connect_again", tls, clean_env(HTTPS_PROXY=proxy), (*allow, *trust), out="connect"),
@@ -151,6 +165,11 @@ def rows(ca: Path) -> list[Row]:
             clean_env(https_proxy=f"http://clinician:wrong@127.0.0.1:{AUTH_PROXY_PORT}"),
             (*allow, *trust),
         ),
+        # a proxy that is not loopback: over plain http it reads every prompt, so it must be
+        # allowlisted as the endpoint is; through CONNECT it sees only the endpoint's host and port
+        Row("forward_unopened", plain, clean_env(HTTP_PROXY=far_proxy), allow),
+        Row("forward_opened", plain, clean_env(HTTP_PROXY=far_proxy), (*allow, "--allow-host", FAR_PROXY)),
+        Row("connect_unopened", tls, clean_env(HTTPS_PROXY=far_proxy), (*allow, *trust)),
     ]
 
 
@@ -174,7 +193,10 @@ def start(folder: Path, config: dict[str, Any], stack: ExitStack) -> Servers:
     auth = Tinyproxy(folder / "auth-proxy", AUTH_PROXY_PORT, [TLS_PORT], basic_auth=PROXY_USER)
     stack.callback(auth.stop)
     auth.start()
-    return Servers(nginx, proxy, auth)
+    far = Tinyproxy(folder / "far-proxy", FAR_PROXY_PORT, [TLS_PORT], basic_auth=PROXY_USER, listen=FAR_PROXY)
+    stack.callback(far.stop)
+    far.start()
+    return Servers(nginx, proxy, auth, far)
 
 
 def run_rows(folder: Path, servers: Servers, items: Path, ca: Path) -> dict[str, Any]:
@@ -182,6 +204,7 @@ def run_rows(folder: Path, servers: Servers, items: Path, ca: Path) -> dict[str,
     logs: dict[str, Callable[[], list[str]]] = {
         "proxy": servers.proxy.requests,
         "auth_proxy": servers.auth_proxy.requests,
+        "far_proxy": servers.far_proxy.requests,
     }
     for row in rows(ca):
         out = folder / "runs" / (row.out or row.name)

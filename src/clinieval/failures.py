@@ -29,7 +29,8 @@ FIXES: Mapping[str, str] = {
     ErrorKind.RATE_LIMIT.value: "lower --concurrency or raise --retries; run the same command again later",
     ErrorKind.SERVER_ERROR.value: "see the server's log; run the same command again to ask only these items",
     ErrorKind.CONNECTION.value: "is the server still running? then run the same command again",
-    ErrorKind.BAD_REQUEST.value: "the server refused the request: see error_message in samples.jsonl",
+    ErrorKind.BAD_REQUEST.value: "the server, or a proxy, redirect or login page in front of it, refused the "
+    "request: see error_message in samples.jsonl",
     ErrorKind.CONTEXT_LENGTH.value: "lower --max-context (or pass the server's context size) so records are "
     "cut to fit, or use a longer-context model",
     ErrorKind.BACKEND.value: "the local model failed: see error_message in samples.jsonl; run again",

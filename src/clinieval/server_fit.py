@@ -27,6 +27,7 @@ from clinieval.models.pool import EndpointPool
 from clinieval.models.ray_model import RayModel
 from clinieval.models.server import ServerInfo
 from clinieval.task import Task
+from clinieval.types import JSON
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,19 @@ def server_info(model: Model) -> ServerInfo | None:
     if isinstance(model, OpenAIModel | EndpointPool | RayModel):
         return model.server_info
     return None
+
+
+def proxies_used(model: Model) -> list[JSON]:
+    """The proxies the model's requests go through, one per proxied endpoint (empty: all direct),
+    for the run's manifest: who else could see the traffic is part of the run's record. A model
+    on Ray workers reads each node's own environment there, so it is not known here."""
+    if isinstance(model, OpenAIModel):
+        endpoints = [model]
+    elif isinstance(model, EndpointPool):
+        endpoints = model.endpoint_models
+    else:
+        return []
+    return [r for m in endpoints if (r := m.proxy_record) is not None]
 
 
 async def fit_scorers(task: Task, model: Model, *, defaults: bool) -> list[str]:

@@ -23,7 +23,7 @@ from clinieval.models.ray_model import RayModel
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import Executor, RunStats, execute
 from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint, same_run
-from clinieval.server_fit import fit_to_server, server_info
+from clinieval.server_fit import fit_to_server, proxies_used, server_info
 from clinieval.summary import ECHO_KEY, EchoCount, ScorerSummary, echo_count, summarize
 from clinieval.task import Task
 from clinieval.types import JSON, GenerationConfig, Sample
@@ -121,6 +121,8 @@ async def run_evaluation(req: RunRequest) -> RunResult:
         info = server_info(req.model)
         if info is not None:
             manifest["server"] = info.to_dict()
+        if proxies := proxies_used(req.model):
+            manifest["proxies"] = proxies
         model_fp = await run_fingerprint(req, path, manifest)
         manifest["model_fingerprint"] = model_fp
         run = RunDir.create_or_resume(path, manifest, overwrite=req.overwrite)

@@ -41,7 +41,7 @@ from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.runs import SCORES, RunDir
 from clinieval.sample_record import SampleRecord
-from clinieval.server_fit import fit_concurrency
+from clinieval.server_fit import fit_concurrency, proxies_used
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,8 @@ class JudgeSummary:
     more room fixes, unlike a judge that cannot follow the format."""
     unparsed_reasons: dict[str, int] = field(default_factory=dict)
     """Unparsed replies by why (echo, no_verdict, conflict, decimal, ...: judge/verdict.py)."""
+    proxies: list[JSON] = field(default_factory=list)
+    """The proxies the judge's requests went through (server_fit.proxies_used; empty: direct)."""
 
     @property
     def failed_calls(self) -> int:
@@ -496,6 +498,7 @@ def _summarize(
         identical_repeats=identical,
         unparsed_at_limit=sum(e.error_kind == UNPARSED and e.finish_reason == "length" for e in replies),
         unparsed_reasons=dict(Counter(e.parse_reason for e in replies if e.parse_reason)),
+        proxies=proxies_used(judge),
     )
 
 

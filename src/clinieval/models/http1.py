@@ -8,21 +8,32 @@ serving cluster busy from one Python process is bound by exactly that (docs/arch
 "Talking to model servers"). What it does support is what servers, reverse proxies and gateways
 answer with: ``Content-Length`` bodies,
 ``Transfer-Encoding: chunked``, bodies that end when the connection closes (HTTP/1.0 style),
-``Connection: close``, gzip and deflate bodies (asked for with ``Accept-Encoding``), bare ``\\n``
+``Connection: close``, gzip, deflate and brotli bodies (asked for with ``Accept-Encoding``), bare ``\\n``
 line ends (read as browsers read them), TLS for an allowlisted host (the system's CAs, plus
 ``--ca-bundle``'s), and the HTTP proxy the environment names for a non-loopback host
 (:mod:`.http_proxy`: CONNECT for https).
 
 What it promises the caller: :meth:`Http1Client.request` returns a whole :class:`Response` or
-raises one of four things, each with a message that names the server: :class:`ConnectError`
+raises one of five things, each with a message that names the server: :class:`ConnectError`
 (no connection: refused, unresolvable, an untrusted certificate, a proxy that said no),
-:class:`ProtocolError` (something answered, but not valid HTTP: the message says what was
-wrong), :class:`CutShort` (an answer began, then the connection closed) or
+:class:`ProtocolError` (something answered, but not valid HTTP, or a service that greets first:
+the message says what was wrong), :class:`NotAnswered` (the connection closed after the request,
+before any answer), :class:`CutShort` (an answer began, then the connection closed) or
 :class:`TransportTimeout` (no whole answer in time: the message says what was still awaited).
 A connection is reused only after a complete answer that allows it; one that fails, times out
-or is cancelled is closed, never put back. A request sent on a reused connection that the server
-had already closed (an idle keep-alive timeout) is sent again once on a fresh connection, as
-browsers do: the server never saw it.
+or is cancelled is closed, never put back. An idle connection whose close (a keep-alive timeout)
+arrived before the next request is skipped, never written to.
+
+A request whose bytes were all written is never sent again by this client, with one exception:
+a GET or HEAD on a reused connection that closed before any byte of the answer. Why: when the
+connection closes after the request and before the answer, the client cannot tell a keep-alive
+timeout that crossed the request on the wire (the server never read it) from a server that read
+it, began the work and then failed or reset (the issue-35 measurement: 61 POSTs for 60 items).
+A POST carries patient text and costs the server a generation; sending it again is the run's
+decision (its ``--retries``, logged and counted, with backoff), not a silent one down here, and
+``--retries 0`` then means what it says: each item is sent at most once. RFC 9110 section 9.2.2
+says the same of methods that are not idempotent. The caller gets :class:`NotAnswered`, which
+says the request may have been received.
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from clinieval.models.http_encoding import UndecodableBody, decode_body
+from clinieval.models.http_encoding import ACCEPT_ENCODING, UndecodableBody, decode_body
 from clinieval.models.http_proxy import open_tunnel, proxy_for
 from clinieval.models.http_wire import (
     BLANK_LINE,
@@ -54,6 +65,7 @@ __all__ = [
     "ConnectOptions",
     "CutShort",
     "Http1Client",
+    "NotAnswered",
     "ProtocolError",
     "Response",
     "TransportError",
@@ -63,8 +75,9 @@ __all__ = [
 ]
 
 
-class _Stale(TransportError):
-    """The connection was closed before any byte of the answer came back."""
+class NotAnswered(TransportError):
+    """The connection closed after the request was written and before any byte of the answer:
+    the server may or may not have received the request (see the module docstring)."""
 
 
 class _Malformed(Exception):
@@ -152,6 +165,8 @@ class _Connection(asyncio.Protocol):
         self._body = bytearray()
         self._reusable = False
         self._expect_body = True
+        self._unasked = b""
+        """The first bytes the server sent when no request was waiting (a greeting), for messages."""
 
     # --- asyncio.Protocol ------------------------------------------------------------------------
 
@@ -161,10 +176,15 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
-            self._fail(self._invalid("it sent data nobody asked for"))
+            # unasked: a greeting before the first request (an SSH or SMTP banner), or garbage
+            # on an idle connection; either way the connection is not HTTP's any more
+            self._unasked = self._unasked or bytes(data[:200])
+            self.close()
             return
         self._buf += data
         try:
+            if self._head is None:
+                _check_status_start(self._buf)
             self._advance()
         except _Malformed as e:
             self._fail(self._invalid(str(e)))
@@ -184,11 +204,21 @@ class _Connection(asyncio.Protocol):
                 waiter.set_exception(self._invalid(str(e)))
             return
         if self._head is None and not self._buf:
-            waiter.set_exception(_Stale(f"{self.label} closed the connection without answering"))
+            waiter.set_exception(NotAnswered(self._not_answered(exc)))
             return
         reason = f" ({exc})" if exc else ""
         waiter.set_exception(
             CutShort(f"the answer from {self.label} was cut short: {self._cut_short()}{reason}")
+        )
+
+    def _not_answered(self, exc: Exception | None) -> str:
+        how = "reset" if isinstance(exc, ConnectionResetError) else "closed"
+        if self.used == 1:
+            return f"{self.label} {how} the connection without answering"
+        return (
+            f"{self.label} {how} the connection after the request was sent, before any answer "
+            f"(request {self.used} on that connection); the server may have received it, so it "
+            "was not sent again"
         )
 
     def _cut_short(self) -> str:
@@ -220,8 +250,18 @@ class _Connection(asyncio.Protocol):
         self._head, self._mode, self._body, self._buf = None, "", bytearray(), bytearray()
         self._expect_body = expect_body
         self.used += 1
+        if self.closed or self.transport.is_closing():  # it spoke first, or hung up, before this
+            self._waiter.set_exception(self._closed_before_sending())
+            return self._waiter
         self.transport.write(data)
         return self._waiter
+
+    def _closed_before_sending(self) -> TransportError:
+        """Why a fresh connection was already gone when the request was to be written."""
+        if self._unasked:
+            first = self._unasked.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")
+            return self._invalid(f"it spoke first, before any request: {first[:80]!r}")
+        return NotAnswered(f"{self.label} closed the connection without answering")
 
     @property
     def reusable(self) -> bool:
@@ -342,6 +382,23 @@ class _Connection(asyncio.Protocol):
             self._waiter.set_result(Response(status, headers, body))
 
 
+_STATUS_START = b"HTTP/1."
+
+
+def _check_status_start(buf: bytearray) -> None:
+    """Refuse an answer as soon as its first bytes cannot begin an HTTP/1.x status line.
+
+    Why at once: a service that greets first (SSH's ``SSH-2.0-...``, SMTP's ``220 ...``, a
+    database's binary hello) sends a line and then waits or hangs up, and waiting for the blank
+    line that ends HTTP headers read as "cut short: did it restart?" or as a timeout, when the
+    answer is "that port is not an HTTP server"."""
+    start = bytes(buf[:64])
+    n = min(len(start), len(_STATUS_START))
+    if start[:n] != _STATUS_START[:n]:
+        first = start.split(b"\n", 1)[0].rstrip(b"\r").decode("latin-1")
+        raise _Malformed(f"it does not start with an HTTP status line: {first[:80]!r}")
+
+
 def _parse_headers(lines: list[str]) -> dict[str, str]:
     """Header lines to a dict of lower-cased names, repeats joined with ", ", folded lines joined."""
     headers: dict[str, str] = {}
@@ -376,6 +433,10 @@ def _content_length(value: str) -> int:
     return int(length)
 
 
+_IDEMPOTENT = frozenset({"GET", "HEAD"})
+"""Methods sent again after a reused connection closed unanswered; never POST (patient text)."""
+
+
 class Http1Client:
     """Keep-alive connections to one origin (scheme, host, port), one request at a time on each,
     directly or through the proxy the environment names for it (see :mod:`.http_proxy`).
@@ -400,7 +461,7 @@ class Http1Client:
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_idle = max_idle
-        fixed = {"Host": o.host_header, "Accept-Encoding": "gzip, deflate", **headers}
+        fixed = {"Host": o.host_header, "Accept-Encoding": ACCEPT_ENCODING, **headers}
         if self.proxy is not None and o.scheme == "http" and self.proxy.authorization:
             fixed["Proxy-Authorization"] = self.proxy.authorization
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
@@ -427,12 +488,14 @@ class Http1Client:
             raise TransportTimeout(f"timed out after {limit:g} s waiting for {waiting}") from None
 
     async def _exchange(self, conn: _Connection, data: bytes, method: str) -> Response:
-        """Send on ``conn`` and keep it for the next request if the answer allows; a reused
-        connection the server had closed gets the request once more on a fresh one."""
+        """Send on ``conn`` and keep it for the next request if the answer allows. A GET or HEAD
+        on a reused connection that closed before answering goes once more on a fresh one (it is
+        idempotent: a keep-alive timeout crossing it is the likely cause); a POST never does (see
+        the module docstring)."""
         try:
             return await self._exchange_once(conn, data, method)
-        except _Stale:
-            if conn.used == 1:  # a fresh connection: the server really hung up on us
+        except NotAnswered:
+            if conn.used == 1 or method not in _IDEMPOTENT:
                 raise
             return await self._exchange_once(await self._connect(), data, method)
 
@@ -550,7 +613,12 @@ class Http1Client:
         return ConnectError(f"cannot connect to {where}: {_reason(error)}")
 
     def _release(self, conn: _Connection) -> None:
-        if conn.reusable and len(self._idle) < self.max_idle:
+        """Keep ``conn`` for the next request if the answer allows. Not through a forward proxy
+        (plain http): tinyproxy, for one, closes its side after each answer without saying so, and
+        a POST that then meets the closed connection is never sent again (the module docstring),
+        so every request through such a proxy opens its own connection."""
+        forward = self.proxy is not None and self._origin.scheme == "http"
+        if conn.reusable and not forward and len(self._idle) < self.max_idle:
             self._idle.append(conn)
         else:
             conn.close()

@@ -13,7 +13,11 @@ spellings first, as curl and Python's urllib read them) and ``NO_PROXY``. The ru
   the name and every name under it), IP addresses and CIDR blocks (``10.0.0.0/8``), each with an
   optional ``:port``;
 - only ``http://`` proxies are spoken to (``CONNECT`` carries TLS to an https endpoint through
-  them); an https or SOCKS proxy is refused with one clear error rather than silently bypassed.
+  them); an https or SOCKS proxy is refused with one clear error rather than silently bypassed;
+- a proxy is a door too (:func:`check_proxy`): a plain-http endpoint's requests reach the proxy in
+  clear, prompts and all, so for an http endpoint the proxy itself must be loopback or
+  allowlisted, as the endpoint is. Through ``CONNECT`` the proxy sees the endpoint's host and port
+  and then only TLS, so an https endpoint's proxy needs no allowlisting of its own.
 """
 
 from __future__ import annotations
@@ -22,13 +26,13 @@ import asyncio
 import base64
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from clinieval.errors import UserError
 from clinieval.models.http_wire import BLANK_LINE, LINE_END, MAX_HEAD, ConnectError, ProtocolError, authority
-from clinieval.privacy import is_loopback
+from clinieval.privacy import ENV_ALLOWED_HOSTS, allowed_hosts, is_loopback
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,16 @@ class Proxy:
         """The proxy as error messages name it: where it is, and where the user set it."""
         return f"the proxy {self.address} (from {self.source})"
 
+    def record(self, endpoint_scheme: str) -> dict[str, str]:
+        """The proxy as a run's manifest records it: where it is, which variable named it, and
+        what it sees (``connect``: the endpoint's host and port, then TLS; ``forward``: every
+        request in clear). Never the credentials: the manifest is shared with the results."""
+        return {
+            "proxy": f"http://{self.address}",
+            "source": self.source,
+            "via": "connect" if endpoint_scheme == "https" else "forward",
+        }
+
 
 def proxy_for(
     scheme: str, host: str, port: int, *, use_env: bool, environ: Mapping[str, str] | None = None
@@ -68,6 +82,24 @@ def proxy_for(
     if no_proxy is not None and bypassed(host, port, no_proxy[1]):
         return None
     return parse_proxy(named[1], named[0])
+
+
+def check_proxy(proxy: Proxy | None, endpoint: str, allow: Iterable[str] = ()) -> None:
+    """Refuse to send ``endpoint``'s requests through ``proxy`` when the proxy would read them
+    and the user has not opened it: an http endpoint through a proxy that is neither loopback nor
+    allowlisted (``--allow-host``, ``CLINIEVAL_ALLOWED_HOSTS``). The endpoint itself has passed
+    :func:`clinieval.privacy.check_endpoint` already; an https endpoint's proxy sees only CONNECT."""
+    if proxy is None or urlsplit(endpoint).scheme == "https":
+        return
+    if is_loopback(proxy.host) or proxy.host.lower() in allowed_hosts(allow):
+        return
+    host = urlsplit(endpoint).hostname or ""
+    raise UserError(
+        f"endpoint {endpoint!r} would be reached through {proxy.named}, which is neither loopback "
+        "nor allowlisted, and over plain http the proxy reads every prompt; allow the proxy with "
+        f"--allow-host {proxy.host} (or {ENV_ALLOWED_HOSTS}={proxy.host}), go direct with --no-proxy "
+        f"(or NO_PROXY={host}), or use the endpoint's https URL (the proxy then sees only CONNECT)"
+    )
 
 
 def _first_set(env: Mapping[str, str], *names: str) -> tuple[str, str] | None:

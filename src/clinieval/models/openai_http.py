@@ -37,9 +37,24 @@ from clinieval.models.http1 import (
     CutShort,
     Http1Client,
     ProtocolError,
+    Response,
     TransportError,
     split_url,
 )
+from clinieval.models.http_diagnosis import (
+    MAX_REDIRECTS,
+    REDIRECTS,
+    NotJson,
+    azure_without_api_version,
+    html_title,
+    location,
+    not_json,
+    proxy_refusal,
+    read_json,
+    redirected,
+    same_origin,
+)
+from clinieval.models.http_proxy import check_proxy, proxy_for
 from clinieval.models.server import ServerInfo, ServerKind, detect_server, echo_probe
 from clinieval.privacy import check_endpoint
 from clinieval.types import (
@@ -139,6 +154,12 @@ class OpenAIModel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server_kind = server_kind
         self._connect = connect or ConnectOptions()
+        self._allow_hosts = tuple(allow_hosts)
+        origin, _ = split_url(base_url)
+        self.proxy = proxy_for(origin.scheme, origin.host, origin.port, use_env=self._connect.use_env_proxy)
+        """The proxy the environment names for this endpoint (None: direct), checked here so that a
+        proxy nobody opened is refused before anything is written or sent."""
+        check_proxy(self.proxy, self.base_url, self._allow_hosts)
         self._models_headers: dict[str, str] = {}
         self.server_info: ServerInfo | None = None
         """What :meth:`check` learnt about the server (None before it ran)."""
@@ -154,6 +175,13 @@ class OpenAIModel:
     @property
     def max_concurrency(self) -> int:
         return self._max_concurrency
+
+    @property
+    def proxy_record(self) -> JSON | None:
+        """The proxy requests go through, as the run's manifest records it (None: direct)."""
+        if self.proxy is None:
+            return None
+        return {"endpoint": self.base_url, **self.proxy.record(split_url(self.base_url)[0].scheme)}
 
     @property
     def context_length(self) -> int | None:
@@ -194,8 +222,9 @@ class OpenAIModel:
         if self._http is None or self._loop is not loop:
             self._loop = loop
             self._limit = AdaptiveLimit(self._max_concurrency, slow_after_s=self.timeout_s / 2)
-            # never through a proxy, whatever the environment says: patient text goes only where asked
-            self._http = Http1Client(
+            # the client reads the proxy from the environment again: an http endpoint's proxy
+            # reads the prompts, so it goes through the same guard as in __init__ (check_proxy)
+            http = Http1Client(
                 self.base_url,
                 timeout_s=self.timeout_s,
                 connect_timeout_s=min(self.timeout_s, 10.0),
@@ -203,15 +232,34 @@ class OpenAIModel:
                 max_idle=self._max_concurrency,
                 connect=self._connect,
             )
+            check_proxy(http.proxy, self.base_url, self._allow_hosts)
+            self._http = http
         return self._http
 
     async def _request(
         self, method: str, url: str, payload: JSON | None = None, timeout_s: float | None = None
-    ) -> tuple[int, bytes, str | None]:
-        """One HTTP exchange: status, body and Retry-After; transport errors are raised as is."""
+    ) -> Response:
+        """One HTTP exchange; transport errors are raised as is."""
         data = None if payload is None else orjson.dumps(payload)
-        response = await self._client().request(method, url, data, timeout_s=timeout_s)
-        return response.status, response.body, response.headers.get("retry-after")
+        return await self._client().request(method, url, data, timeout_s=timeout_s)
+
+    async def _get(self, url: str, timeout_s: float) -> tuple[Response, str]:
+        """A GET that follows redirects on this origin (a moved route, a trailing slash), with the
+        URL that answered; a redirect elsewhere is returned as is, for the caller to name (the key
+        goes with every request, and only this origin was allowed)."""
+        response = await self._client().request("GET", url, None, timeout_s=timeout_s)
+        for _ in range(MAX_REDIRECTS):
+            where = location(url, response.headers) if response.status in REDIRECTS else None
+            if where is None or not same_origin(where, self.base_url):
+                break
+            url = where
+            response = await self._client().request("GET", url, None, timeout_s=timeout_s)
+        return response, url
+
+    def _proxy_says(self, response: Response) -> str | None:
+        """The proxy's own refusal (a 407, or tinyproxy's 401), named as the proxy's: never
+        "set CLINIEVAL_API_KEY", which is the server's key."""
+        return proxy_refusal(response.status, response.headers, self._client().proxy)
 
     def _url(self, path: str) -> str:
         """``base_url`` + ``path``, keeping a query string (Azure-style ``?api-version=``) last."""
@@ -223,17 +271,17 @@ class OpenAIModel:
 
         Otherwise every sample would be recorded as the same failure.
         """
+        asked = self._url("/models")
         try:
-            response = await self._client().request("GET", self._url("/models"), None, timeout_s=10.0)
+            response, answered = await self._get(asked, 10.0)
             status, body = response.status, response.body
             self._models_headers = dict(response.headers)
         except (TransportError, TimeoutError) as e:
             raise UserError(self._unreachable(e)) from None
-        if status in {401, 403}:
-            raise UserError(
-                f"{self.base_url}: the server refused the credentials (HTTP {status}); set CLINIEVAL_API_KEY"
-            )
-        if status in {404, 405} or _refused(status):
+        self._check_models_answer(response, answered)
+        if answered != asked:  # a moved route: do POSTs land, or are they redirected too?
+            await self._probe(f"GET /models was redirected to {answered}")
+        elif status in {404, 405} or _refused(status):
             await self._probe(f"HTTP {status} on GET /models: {_quoted(body)}")
         served = _served_models(status, body)
         if served and self.model not in served:
@@ -250,6 +298,27 @@ class OpenAIModel:
             self._models_headers,
             self._server_kind,
         )
+
+    def _check_models_answer(self, response: Response, answered: str) -> None:
+        """Stop on a ``/models`` answer that no run could get past: credentials (the proxy's or the
+        server's), a redirect elsewhere, or an HTML page (a gateway's login page) in place of JSON."""
+        status, headers = response.status, response.headers
+        refusal = self._proxy_says(response)
+        if refusal is not None:
+            raise UserError(f"{self.base_url}: {refusal}")
+        if status in {401, 403}:
+            raise UserError(
+                f"{self.base_url}: the server refused the credentials (HTTP {status}); set CLINIEVAL_API_KEY"
+            )
+        if status in REDIRECTS:
+            raise UserError(
+                f"{self.base_url}: {redirected('GET', '/models', status, location(answered, headers))}"
+            )
+        if status == 200 and html_title(response.body, headers) is not None:
+            via = "" if answered == self._url("/models") else f" (redirected to {answered})"
+            raise UserError(
+                f"{self.base_url}: GET /models{via} answered 200 with {not_json(response.body, headers)}"
+            )
 
     def _unreachable(self, error: TransportError | TimeoutError) -> str:
         """Why the first request got no usable answer, told apart: no connection, an answer that
@@ -283,8 +352,10 @@ class OpenAIModel:
         """One request outside the run's retries and in-flight limit (server detection, the model
         fingerprint: models/fingerprint.py); None when it gets no answer."""
         try:
-            data = None if payload is None else orjson.dumps(payload)
-            response = await self._client().request(method, url, data, timeout_s=timeout_s)
+            if method == "GET":  # a route moved on the same origin is followed, as the check's
+                response, _ = await self._get(url, timeout_s)
+            else:
+                response = await self._request(method, url, payload, timeout_s=timeout_s)
         except (TransportError, TimeoutError):
             return None
         return response.status, response.body, dict(response.headers)
@@ -315,10 +386,21 @@ class OpenAIModel:
             payload["messages"] = [{"role": "user", "content": "ping"}]
         else:
             payload["prompt"] = "ping"
+        url = self._url(path)
         try:
-            status, body, _ = await self._request("POST", self._url(path), payload, timeout_s=60.0)
+            response = await self._request("POST", url, payload, timeout_s=60.0)
         except (TransportError, TimeoutError):
             return  # reachable a moment ago; let the run's retries deal with it
+        status, body = response.status, response.body
+        if status in REDIRECTS:
+            where = location(url, response.headers)
+            raise UserError(f"{self.base_url}: {redirected('POST', path, status, where)}; {models_answer}")
+        if status in {404, 405} and azure_without_api_version(self.base_url):
+            raise UserError(
+                f"{self.base_url}: HTTP {status} on POST {path} ({_quoted(body)}): an Azure OpenAI "
+                "deployment URL needs ?api-version= (Azure answers 404 without it); add it, e.g. "
+                f"'{self.base_url}?api-version=2024-06-01' (quoted for the shell)"
+            )
         if status in {404, 405}:
             raise UserError(
                 f"{self.base_url}: no OpenAI-compatible API there (HTTP {status} on {path}); "
@@ -340,17 +422,10 @@ class OpenAIModel:
         attempt = 0
         while True:
             try:
-                status, raw, retry_after = await self._limited(limit, url, payload)
-                if status == 200:
-                    try:
-                        body: JSON = orjson.loads(raw)
-                    except orjson.JSONDecodeError:
-                        raise _Failure(ErrorKind.SERVER_ERROR, "server answered 200 with no JSON") from None
-                    if not isinstance(body, dict):
-                        raise _Failure(ErrorKind.SERVER_ERROR, "server answered 200 with no JSON object")
-                    return body
-                text = raw.decode("utf-8", "replace")
-                raise _Failure(classify_http_error(status, text), f"HTTP {status}: {text[:300]}", retry_after)
+                response = await self._limited(limit, url, payload)
+                if response.status == 200:
+                    return _answer_json(response)
+                raise self._refusal(path, url, response)
             except TimeoutError as e:
                 failure = _Failure(ErrorKind.TIMEOUT, str(e) or f"timed out after {self.timeout_s:g} s")
             except ProtocolError as e:  # it answered, badly: the server's (or a gateway's) fault
@@ -366,16 +441,30 @@ class OpenAIModel:
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _limited(self, limit: AdaptiveLimit, url: str, payload: JSON) -> tuple[int, bytes, str | None]:
+    def _refusal(self, path: str, url: str, response: Response) -> _Failure:
+        """A POST's answer other than 200, classified: the proxy's refusal and a redirect (never
+        followed: the prompt would go to another place) are named as such, not as the server's."""
+        status, headers = response.status, response.headers
+        said = self._proxy_says(response)
+        if said is None and status in REDIRECTS:
+            said = redirected("POST", path, status, location(url, headers))
+        if said is not None:
+            return _Failure(ErrorKind.BAD_REQUEST, said)
+        text = response.body.decode("utf-8", "replace")
+        return _Failure(
+            classify_http_error(status, text), f"HTTP {status}: {text[:300]}", headers.get("retry-after")
+        )
+
+    async def _limited(self, limit: AdaptiveLimit, url: str, payload: JSON) -> Response:
         """One POST inside the adaptive limit, which learns from how it went: a timeout, 429 or
         503 lowers it (see models/concurrency.py)."""
         sent_in = await limit.acquire()
         start = time.perf_counter()
         overloaded = False
         try:
-            status, raw, retry_after = await self._request("POST", url, payload)
-            overloaded = status in {429, 503}
-            return status, raw, retry_after
+            response = await self._request("POST", url, payload)
+            overloaded = response.status in {429, 503}
+            return response
         except TimeoutError:
             overloaded = True
             raise
@@ -451,9 +540,9 @@ class OpenAIModel:
         ]
         for url, payload in attempts:
             try:
-                status, raw, _ = await self._request("POST", url, payload)
-                answer = orjson.loads(raw) if status == 200 else None
-            except (TransportError, TimeoutError, orjson.JSONDecodeError):
+                response = await self._request("POST", url, payload)
+                answer = read_json(response.body, response.headers) if response.status == 200 else None
+            except (TransportError, TimeoutError, NotJson):
                 continue
             tokens = answer.get("tokens") if isinstance(answer, dict) else None
             if isinstance(tokens, list):
@@ -470,6 +559,21 @@ class OpenAIModel:
         http, self._http = self._http, None
         if http is not None:
             http.close()
+
+
+def _answer_json(response: Response) -> JSON:
+    """A 200's JSON object, or a classified failure saying what came instead: an HTML page (a
+    gateway's login page: asking again will not change it) or a body that is not JSON (the
+    server's fault, perhaps passing)."""
+    try:
+        body = read_json(response.body, response.headers)
+    except NotJson as e:
+        html = html_title(response.body, response.headers) is not None
+        kind = ErrorKind.BAD_REQUEST if html else ErrorKind.SERVER_ERROR
+        raise _Failure(kind, f"server answered 200 with {e}") from None
+    if not isinstance(body, dict):
+        raise _Failure(ErrorKind.SERVER_ERROR, "server answered 200 with no JSON object")
+    return body
 
 
 def _refused(status: int) -> bool:

@@ -204,6 +204,11 @@ class EndpointPool:
             )
 
     @property
+    def endpoint_models(self) -> list[OpenAIModel]:
+        """The client of each endpoint, in the order listed (for what a run records of them)."""
+        return [e.model for e in self._endpoints]
+
+    @property
     def server_info(self) -> ServerInfo | None:
         """What the first usable server said about itself (the pool's servers serve one model)."""
         return next((e.model.server_info for e in self._endpoints if e.model.server_info is not None), None)
