@@ -53,10 +53,17 @@ class _Handler(JsonHandler):
                     "choices": [choice], "usage": usage})  # fmt: skip
 
 
+def echo_server() -> contextlib.AbstractContextManager[str]:
+    """The echoing server's base URL (``http://127.0.0.1:PORT/v1``) for the duration of the block."""
+    return serving(_Handler)
+
+
 @contextlib.contextmanager
-def echo_server() -> Iterator[str]:
-    """The server's base URL (``http://127.0.0.1:PORT/v1``) for the duration of the block."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on a free loopback port answering with ``handler``; yields its base
+    URL (``http://127.0.0.1:PORT/v1``) and stops it after the block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -39,12 +39,10 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +55,7 @@ from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.models.spec import BackendOptions, parse_model_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _echo_server import JsonHandler
+from _echo_server import JsonHandler, serving
 
 OUT = Path(__file__).resolve().parent / "out"
 EMBEDDED = ("llamacpp:smollm2-135m-instruct", "llamacpp:gemma3-270m")
@@ -122,15 +120,8 @@ def scripted_server(ask_rate: float) -> Iterator[str]:
                              "finish_reason": "stop"}],
             })  # fmt: skip
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -110,34 +111,36 @@ def wait_http(url: str, timeout: float = 60.0, proc: subprocess.Popen[bytes] | N
     raise TimeoutError(url)
 
 
+@contextlib.contextmanager
+def llama_cpp_server(
+    model: Path, port: int, log: Path, *, alias: str = "smol", n_ctx: int = 2048
+) -> Iterator[str]:
+    """A real `python -m llama_cpp.server` on 127.0.0.1:``port`` serving ``model`` as ``alias``;
+    yields its /v1 URL and stops it after (its output appended to ``log``)."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias),
+                *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_http(f"http://127.0.0.1:{port}/v1/models", proc=proc)
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 @pytest.fixture(scope="session")
 def llama_server(smollm2_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `python -m llama_cpp.server` on 127.0.0.1 serving SmolLM2; yields its /v1 URL."""
-    port = free_port()
-    log = (tmp_path_factory.mktemp("server") / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(smollm2_path),
-            "--model_alias",
-            "smol",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/v1/models", proc=proc)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with llama_cpp_server(smollm2_path, free_port(), log) as url:
+        yield url

@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from clinieval.models.catalog import find_embedded
 from clinieval.models.fingerprint import differences, portable_spec, same_model, spec_without_urls
-from tests.conftest import free_port, run_cli, wait_http
-from tests.real_servers import stop_process
+from tests.conftest import free_port, llama_cpp_server, run_cli
 
 ITEMS = 4
 
@@ -45,24 +42,9 @@ def gemma_path() -> Path:
     return find_embedded("gemma3-270m").locate()
 
 
-@contextmanager
-def serving(model: Path, port: int, alias: str, log: Path) -> Iterator[str]:
+def serving(model: Path, port: int, alias: str, log: Path) -> AbstractContextManager[str]:
     """A real llama_cpp.server on 127.0.0.1:``port``; yields its /v1 URL and stops it after."""
-    out = log.open("ab")
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias),
-            *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "1024"),
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/v1/models", proc=proc)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        stop_process(proc)
-        out.close()
+    return llama_cpp_server(model, port, log, alias=alias, n_ctx=1024)
 
 
 def run(items: Path, url: str, alias: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
