@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -208,18 +209,78 @@ class RayCluster:
             raise UserError(f"a Ray worker could not start: {first_line(e)}; see {RAY_LOGS}") from None
 
 
+PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+)
+DEAD_PROXY = "http://127.0.0.1:9"
+"""A proxy address on loopback where nothing listens (the discard port): a request sent to it is
+refused at once, on this machine."""
+SAVED_PROXIES = "CLINIEVAL_RAY_PROXIES"
+"""Where the proxy variables of the command that started a local Ray wait for its workers."""
+
+
+@contextlib.contextmanager
+def sealed_proxies() -> Any:
+    """While a local Ray starts, every proxy variable names :data:`DEAD_PROXY` and ``NO_PROXY``
+    only loopback, and the command's own values are kept in :data:`SAVED_PROXIES`.
+
+    Why: Ray's head looks up its cloud provider on every start, usage statistics off or not
+    (``usage_lib.get_cloud_from_metadata_requests``: 169.254.169.254 and metadata.google.internal,
+    through ``HTTP_PROXY`` if one is set), from processes that keep the environment they were
+    started with. Through the dead proxy those requests are refused on this machine; Ray's own
+    connections are to loopback and go direct. The workers, started later from the same
+    environment, take the command's proxies back when they import this module
+    (:func:`restore_proxies`), so a model behind an allowed proxy is reached as without Ray."""
+    saved = {name: os.environ.get(name) for name in PROXY_VARIABLES}
+    for name in PROXY_VARIABLES:
+        os.environ[name] = "localhost,127.0.0.1,::1" if name.lower() == "no_proxy" else DEAD_PROXY
+    os.environ[SAVED_PROXIES] = json.dumps(saved)
+    try:
+        yield
+    finally:
+        del os.environ[SAVED_PROXIES]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def restore_proxies() -> None:
+    """In a Ray worker started by :func:`sealed_proxies`: the command's proxy variables again."""
+    saved = os.environ.pop(SAVED_PROXIES, None)
+    if saved is None:
+        return
+    for name, value in json.loads(saved).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+restore_proxies()  # a worker process imports this module before it builds its actor
+
+
 def _init(ray: Any, address: str | None) -> None:
     # workers' output (a crash's traceback) is forwarded here; Ray's own chatter is not
     common = {"logging_level": logging.WARNING, "log_to_driver": True}
     try:
         if address is None:
-            ray.init(
-                address="local",
-                num_cpus=LOCAL_CPUS,
-                include_dashboard=False,
-                _node_ip_address="127.0.0.1",
-                **common,
-            )
+            with sealed_proxies():  # Ray's cloud-metadata probes are refused on this machine
+                ray.init(
+                    address="local",
+                    num_cpus=LOCAL_CPUS,
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    **common,
+                )
         else:
             ray.init(address=address, **common)
     except Exception as e:
