@@ -130,12 +130,18 @@ def llama_cpp_server(
             wait_http(f"http://127.0.0.1:{port}/v1/models", proc=proc)
             yield f"http://127.0.0.1:{port}/v1"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, timeout=30)
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
+    """Terminate a server the tests started, and kill it if it has not gone within ``timeout``."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import free_port, missing
+from tests.conftest import free_port, missing, stop_process
 
 NGINX = Path(os.environ.get("CLINIEVAL_NGINX", "/usr/sbin/nginx"))
 TINYPROXY = Path(os.environ.get("CLINIEVAL_TINYPROXY", "/usr/bin/tinyproxy"))
@@ -43,17 +43,6 @@ API_KEY = "test-key-5f3a"
 DEPLOYMENT = "smol"
 API_VERSION = "2024-06-01"
 START_TIMEOUT_S = 20.0
-
-
-def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
-    """Terminate a server the tests started, and kill it if it has not gone within 10 s."""
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def need_programs() -> None:
