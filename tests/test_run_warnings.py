@@ -19,7 +19,7 @@ import pytest
 from clinieval.errors import EXIT_FAILED_ITEMS
 from clinieval.failures import FIXES, failure_report
 from clinieval.sample_record import SampleRecord
-from clinieval.summary import ECHO_FIX, EchoCount, count_echoes, echo_under
+from clinieval.summary import ECHO_FIX, EchoCount, count_echoes, echo_count, echo_under
 from clinieval.types import ErrorKind, Message, ModelOutput, Sample
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
@@ -113,6 +113,21 @@ def test_echo_count_is_over_successful_answers_and_independent_of_scorers() -> N
     echo = count_echoes([(sent[0], sent), ("Yes.", sent), ("Answer: yes, no or maybe", sent)])
     assert echo == EchoCount(1, 3) and echo.warns and "1 of 3 answers (33%)" in echo.message()
     assert not EchoCount(1, 10).warns and EchoCount(2, 10).warns and not EchoCount().warns
+
+
+def test_an_answer_naming_its_option_line_is_not_an_echo() -> None:
+    """A lettered question answered with its whole option line is answered, as the choice reader
+    takes it; it was counted as an echo, so a run of good answers warned of a base model."""
+    choices = ("Furosemide 40 mg IV twice daily", "Torsemide 20 mg by mouth daily")
+    prompt = (
+        "What was she discharged on?\nA. Furosemide 40 mg IV twice daily\nB. Torsemide 20 mg by mouth daily"
+    )
+    sample = Sample(id="q", input="What was she discharged on?", choices=choices, target="B")
+    records = [
+        SampleRecord(sample, 0, [Message("user", prompt)], output=ModelOutput(text=answer))
+        for answer in ("B. Torsemide 20 mg by mouth daily", "Torsemide 20 mg by mouth daily", prompt)
+    ]
+    assert echo_count(records) == EchoCount(1, 3)  # only the answer that is the whole prompt
 
 
 # --- failed calls: the same exit and hint whether some or all failed --------------------------------

@@ -12,6 +12,7 @@ Three kinds of "no score" are kept apart, because they mean different things:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -183,25 +184,30 @@ class EchoCount:
         return cls(int(count) if isinstance(count, int) else 0, int(of) if isinstance(of, int) else 0)
 
 
-def count_echoes(answers: Iterable[tuple[str, Sequence[str]]]) -> EchoCount:
+def count_echoes(
+    answers: Iterable[tuple[str, Sequence[str]]], options: Iterable[Sequence[str]] | None = None
+) -> EchoCount:
     """Echoes among ``(answer text, texts the model was sent)`` pairs: the one count every command
-    uses, whether its answers are run records or a benchmark's own (AutoMedEval's responses)."""
+    uses, whether its answers are run records or a benchmark's own (AutoMedEval's responses).
+    ``options``, beside the pairs, are each question's choices: naming one, even as its whole
+    lettered line, is an answer, not an echo (as the choice reader takes it)."""
+    from clinieval.scoring.choices import option_phrases
     from clinieval.scoring.echo import echoes_prompt
 
     echoed = total = 0
-    for text, sent in answers:
+    for (text, sent), choices in zip(answers, options or itertools.repeat(()), strict=False):
         total += 1
-        echoed += echoes_prompt(text, sent)
+        echoed += echoes_prompt(text, sent, keep=option_phrases(choices))
     return EchoCount(echoed, total)
 
 
 def echo_count(records: Iterable[SampleRecord]) -> EchoCount:
     """Echoes among a run's successful generated answers (a failed call or a log-likelihood-only
     record has no answer to echo)."""
+    answered = [(r.output.text, r) for r in records if r.output is not None and r.output.ok]
     return count_echoes(
-        (r.output.text, [m.content for m in r.messages])
-        for r in records
-        if r.output is not None and r.output.ok
+        ((text, [m.content for m in r.messages]) for text, r in answered),
+        (r.sample.choices for _, r in answered),
     )
 
 

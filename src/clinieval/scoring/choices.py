@@ -1,4 +1,4 @@
-"""Multiple-choice options: how a prompt letters them and how an answer's letter is read back.
+"""Multiple-choice options: how a prompt letters them and how an answer's choice is read back.
 
 Both halves live here so that the prompt and the reader cannot drift apart: a scorer accepts a
 letter only when the prompt as sent listed the options with exactly these letters
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from clinieval.errors import UserError
-from clinieval.scoring.echo import echoes_prompt, mask_copies
+from clinieval.scoring.echo import ECHO_SHARE, copied_spans, echo_share, masked
 from clinieval.scoring.reading import is_refusal, revises
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -37,41 +37,22 @@ def shows_lettered(texts: Iterable[str], choices: Sequence[str]) -> bool:
 _MARKUP = re.compile(r"[*_`#]+")
 
 
-def _letter_patterns(count: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The two readers for options ``A`` .. the ``count``-th letter.
+def option_phrases(choices: Sequence[str]) -> list[str]:
+    """What an answer may repeat from its prompt and still be an answer: each option, and each
+    option's lettered line ("B. Torsemide 20 mg by mouth daily"): never a copy of the prompt
+    (:func:`clinieval.scoring.echo.copied_spans`' ``keep``)."""
+    if len(choices) > len(LETTERS):
+        return list(choices)
+    return [*choices, *option_lines(choices).splitlines()]
 
-    * leading label: the whole answer is a letter, or starts with one set off as a label
-      (``B``, ``B.``, ``(B)``, ``[B]``, ``B) text``, ``B: text``). A bare ``A `` is not a label:
-      "A 65-year-old ..." or "A heparin drip" is prose, left to the text reader.
-    * cue: a letter right after "answer", "option" or "choice" (``The answer is B``,
-      ``Answer: (C)``, ``the correct option is E because ...``).
 
-    Letters are capitals only, so the article "a" never counts.
-    """
+def _leading_label(count: int) -> re.Pattern[str]:
+    """A letter of options ``A`` .. the ``count``-th set off as a label at the start of an answer
+    (``B``, ``B.``, ``(B)``, ``[B]``, ``B) text``, ``B: text``). A bare ``A `` is not a label:
+    "A 65-year-old ..." or "A heparin drip" is prose, left to the text reader. Capitals only, so
+    the article "a" never counts."""
     span = f"[A-{LETTERS[count - 1]}]"
-    leading = re.compile(rf"^\s*(?:\(({span})\)|\[({span})\]|({span})(?:\s*[.):]|[ \t]*(?:\n|$)))")
-    cue = re.compile(
-        r"(?i:\b(?:answer|option|choice)\b(?:\s+(?:is|would\s+be|:))?)\s*[:\-]?\s*[\(\[]?"
-        rf"({span})(?![A-Za-z0-9'])"
-    )
-    return leading, cue
-
-
-def read_letter(answer: str, count: int) -> tuple[str | None, str | None]:
-    """(letter, how it was read: ``label`` or ``cue``) from a generated answer to ``count``
-    lettered options; (None, None) when the answer gives no letter (it may still name an option's
-    text, which the caller reads its own way)."""
-    if not 0 < count <= len(LETTERS):
-        return None, None
-    text = _MARKUP.sub("", answer)
-    leading, cue = _letter_patterns(count)
-    m = leading.match(text)
-    if m:
-        return next(g for g in m.groups() if g), "label"
-    m = cue.search(text)
-    if m:
-        return m.group(1), "cue"
-    return None, None
+    return re.compile(rf"^\s*(?:\(({span})\)|\[({span})\]|({span})(?:\s*[.):]|[ \t]*(?:\n|$)))")
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,10 +171,9 @@ def read_choice(
         return ChoiceReading(None, None, "empty")
     if not choices:
         return ChoiceReading(None, None, "no_verdict")
-    keep = [*choices, *option_lines(choices).splitlines()] if len(choices) <= len(LETTERS) else list(choices)
-    text = _MARKUP.sub("", mask_copies(answer, sent, keep=keep) if sent else answer)
-    reading = _read_committed_choice(text, choices, lettered)
-    if reading.reason in ("no_verdict", "empty") and sent and echoes_prompt(answer, sent, keep=keep):
+    spans = copied_spans(answer, sent, keep=option_phrases(choices)) if sent else []
+    reading = _read_committed_choice(_MARKUP.sub("", masked(answer, spans)), choices, lettered)
+    if reading.reason in ("no_verdict", "empty") and echo_share(answer, spans) > ECHO_SHARE:
         return ChoiceReading(None, None, "echoed_prompt")
     return reading
 
@@ -221,8 +201,7 @@ def _read_committed_choice(text: str, choices: Sequence[str], lettered: bool) ->
     if letter_item and first_letter and _listed_after(text, first_letter.end(), letter_item):
         return ChoiceReading(None, None, "several_options")  # "A or C", "B, D"
     if count:
-        leading, _ = _letter_patterns(count)
-        m = leading.match(text)
+        m = _leading_label(count).match(text)
         if m is not None:
             if letter_item and _listed_after(text, m.end(), letter_item):
                 return ChoiceReading(None, None, "several_options")

@@ -156,7 +156,12 @@ def mask_copies(
     """``text`` with every copied run (:func:`copied_spans`) blanked: each character becomes a
     space, line breaks stay, so positions, lines and paragraphs are where they were and whatever
     the model wrote itself around a copy is read as written."""
-    spans = copied_spans(text, sent, keep=keep, whole=whole, min_words=min_words)
+    return masked(text, copied_spans(text, sent, keep=keep, whole=whole, min_words=min_words))
+
+
+def masked(text: str, spans: Sequence[Span]) -> str:
+    """``text`` with ``spans`` (:func:`copied_spans` of it) blanked, line breaks kept: for a
+    caller that also needs the spans' share (:func:`echo_share`) and finds them once."""
     if not spans:
         return text
     out: list[str] = []
@@ -173,10 +178,15 @@ def copied_share(
     text: str, sent: Sequence[str], *, keep: Sequence[str] = (), min_words: int = MIN_WORDS
 ) -> float:
     """The share of ``text``'s words that lie in copied runs (0.0 for an empty text)."""
+    return echo_share(text, copied_spans(text, sent, keep=keep, min_words=min_words))
+
+
+def echo_share(text: str, spans: Sequence[Span]) -> float:
+    """The share of ``text``'s words inside ``spans`` (:func:`copied_spans` of it; 0.0 for an
+    empty text)."""
     words = _words(text)
     if not words:
         return 0.0
-    spans = copied_spans(text, sent, keep=keep, min_words=min_words)
     inside = sum(any(s <= w.start() and w.end() <= e for s, e in spans) for w in words)
     return inside / len(words)
 
@@ -189,4 +199,13 @@ def echoes_prompt(
     return copied_share(text, sent, keep=keep) > share
 
 
-__all__ = ["ECHO_SHARE", "MIN_WORDS", "copied_share", "copied_spans", "echoes_prompt", "mask_copies"]
+__all__ = [
+    "ECHO_SHARE",
+    "MIN_WORDS",
+    "copied_share",
+    "copied_spans",
+    "echo_share",
+    "echoes_prompt",
+    "mask_copies",
+    "masked",
+]
