@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Literal, get_args
 
-from clinieval.scoring.reading import hedges, is_refusal, revised_later, revises
+from clinieval.scoring.reading import REVISED_LABEL, hedges, is_refusal, revised_later, revises
 
 Reason = Literal[
     "empty",
@@ -103,6 +103,46 @@ class VerdictParseError(ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable with its reason (worker processes)
         return (type(self), (str(self), self.reason))
+
+
+# --------------------------------------------------------------------------------------------
+# The reading policy's three checks every reader makes (docs/judge.md, "Reading policy")
+
+
+def refusal() -> VerdictParseError:
+    """A reply that refuses the task or offers help instead of a verdict ("No, I cannot evaluate
+    this ...", "Yes, I can help with that ...": :func:`clinieval.scoring.reading.is_refusal`)."""
+    return VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
+
+
+def refusal_or(text: str, error: VerdictParseError) -> VerdictParseError:
+    """``error`` for a reply with no verdict, or :func:`refusal` when it opens with one."""
+    return refusal() if is_refusal(text) else error
+
+
+def check_revision_stated(
+    text: str, earlier: Iterable[tuple[object, int]], value: object, at: int, what: str = "verdicts"
+) -> None:
+    """The final verdict (``value``, whose text starts at ``at``) against the verdicts before it,
+    nearest first, as (value, where its text ends): the nearest that says otherwise must be revised
+    in words between the two ("Wait", "On reflection", "..., so"); else ``conflict``. ``earlier``
+    may be lazy: it is read only up to that verdict."""
+    for before, end in earlier:
+        if before != value:
+            if not revises(text[end:at]):
+                raise VerdictParseError(
+                    f"the output gives two different {what}, no revision stated", "conflict"
+                )
+            return
+
+
+def check_not_revised_later(after: str, value: str, what: str = "verdict") -> None:
+    """``conflict`` when ``after`` (what follows the final verdict) revises it in a form no reader
+    can take (a revision cue, then a value matching the pattern ``value``, cut off or in prose)."""
+    if revised_later(after, value):
+        raise VerdictParseError(
+            f"the reply revises its {what} after it, in no form that can be read", "conflict"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -466,15 +506,11 @@ def numbered_scores(reply: str, k: int, fmt: NumberedFormat) -> list[int]:
     if reading is None:
         if _strip_echoes(reply, fmt.echoes)[1]:
             raise VerdictParseError("the only verdict is a copy of the prompt's worked example", "echo")
-        if is_refusal(reply):
-            raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
-        raise VerdictParseError(f"no '{fmt.marker}: {fmt.item} 1: S ...' verdict in the output", "no_verdict")
+        missing = f"no '{fmt.marker}: {fmt.item} 1: S ...' verdict in the output"
+        raise refusal_or(reply, VerdictParseError(missing, "no_verdict"))
     scores = _scores(fmt, reading, k)
     _unexplained_block_change(fmt, reading, k, scores)
-    if revised_later(reading.text[reading.end :], r"\d"):
-        raise VerdictParseError(
-            "the reply revises its verdict after it, in no form that can be read", "conflict"
-        )
+    check_not_revised_later(reading.text[reading.end :], r"\d")
     for echo in fmt.echoes:
         if _copies(fmt, reading, scores, echo, k):
             raise VerdictParseError(
@@ -489,20 +525,20 @@ def _unexplained_block_change(
     """An earlier complete verdict block with other scores must be revised in words ("Wait, ...",
     "On reflection ...", "Corrected score:") before the final one; else ``conflict``."""
     text = reading.text
+    if re.search(rf"(?i)\b{_REVISED_LABEL}\W*$", text[max(0, reading.start - 30) : reading.start]):
+        return  # "Corrected score:" states the revision in its label
     markers = [m for m in fmt.marker_pattern().finditer(text) if m.start() < reading.start]
-    label = re.search(rf"(?i)\b{_REVISED_LABEL}\W*$", text[max(0, reading.start - 30) : reading.start])
-    for i in range(len(markers) - 1, -1, -1):
-        stop = markers[i + 1].start() if i + 1 < len(markers) else reading.start
-        earlier = _end_at_paragraph(fmt, NumberedReading(text, markers[i].start(), stop, reading.echoed), k)
-        try:
-            before = _scores(fmt, earlier, k)
-        except VerdictParseError:
-            continue
-        if before == scores:
-            continue
-        if label is None and not revises(text[markers[i].end() : reading.start]):
-            raise VerdictParseError("the output gives two different verdicts, no revision stated", "conflict")
-        return
+
+    def earlier() -> Iterator[tuple[object, int]]:
+        for i in range(len(markers) - 1, -1, -1):
+            stop = markers[i + 1].start() if i + 1 < len(markers) else reading.start
+            block = _end_at_paragraph(fmt, NumberedReading(text, markers[i].start(), stop, reading.echoed), k)
+            try:
+                yield _scores(fmt, block, k), markers[i].end()
+            except VerdictParseError:
+                continue
+
+    check_revision_stated(text, earlier(), scores, reading.start)
 
 
 ECHO_RUN = 80
@@ -542,7 +578,9 @@ _FRACTION = re.compile(
 )
 
 
-_REVISED_LABEL = r"(?:final|overall|revised|corrected|updated|new|my)"
+_REVISED_LABEL = rf"(?:{REVISED_LABEL}|overall|my)"
+"""A score line's label words: a revision's (:data:`clinieval.scoring.reading.REVISED_LABEL`),
+and "Overall score:", "My score:", which the score judges write for their one verdict."""
 
 
 def score_marker(label: str = "score") -> re.Pattern[str]:
@@ -597,9 +635,7 @@ def score_verdict(
         if number is not None:
             return number.value
     if not fractions:
-        if is_refusal(text):
-            raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
-        raise VerdictParseError(f"no {label} in the output", "no_verdict")
+        raise refusal_or(text, VerdictParseError(f"no {label} in the output", "no_verdict"))
     values = {(float(f.group(1)), float(f.group(2))) for f in fractions}
     if len(values) > 1:
         shown = ", ".join(repr(f.group(0).strip()) for f in fractions[:3])
@@ -627,34 +663,31 @@ def _unexplained_change(
     value: float,
     scale: tuple[float, float, str, bool],
 ) -> None:
-    """A verdict line that changes an earlier one must say so: a revision stated between them
-    ("On reflection, ...", "..., so"), or in its label ("Final score:"). Without one the two are
-    an unexplained conflict ("Score: 4\nThe answer is partly right.\nScore: 2"), not a revision."""
+    """A score line that changes an earlier one must say so, between them or in its label
+    ("Final score:"): :func:`check_revision_stated` ("Score: 4\nThe answer is partly right.\nScore:
+    2" is a conflict, not a revision)."""
     low, high, label, integral = scale
     if re.match(rf"(?i)[^\w\n]*{_REVISED_LABEL}\b", last.group(0)):
         return  # "Final score: 4" states the revision in its label
-    for before in reversed(earlier):
-        end = text.find("\n", before.end())
-        end = end if end >= 0 else len(text)
-        try:
-            number = read_committed(text, before.end(), end, low, high, label, integral=integral)
-        except VerdictParseError:
-            continue
-        if number is None or number.value == value:
-            continue
-        if not revises(text[number.end : last.start()]):
-            raise VerdictParseError(
-                f"the output gives two different {label}s, no revision stated", "conflict"
-            )
-        return
+
+    def values() -> Iterator[tuple[object, int]]:
+        for before in reversed(earlier):
+            end = text.find("\n", before.end())
+            try:
+                number = read_committed(
+                    text, before.end(), end if end >= 0 else len(text), low, high, label, integral=integral
+                )
+            except VerdictParseError:
+                continue
+            if number is not None:
+                yield number.value, number.end
+
+    check_revision_stated(text, values(), value, last.start(), f"{label}s")
 
 
 def _unrevised(text: str, end: int, value: float) -> float:
     """``value``, unless what follows its line revises it in a form no reader can take."""
-    if revised_later(text[end:], r"\d"):
-        raise VerdictParseError(
-            "the reply revises its score after it, in no form that can be read", "conflict"
-        )
+    check_not_revised_later(text[end:], r"\d", "score")
     return value
 
 

@@ -14,8 +14,12 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from clinieval.judge.verdict import VerdictParseError
-from clinieval.scoring.reading import is_refusal, revised_later, revises
+from clinieval.judge.verdict import (
+    VerdictParseError,
+    check_not_revised_later,
+    check_revision_stated,
+    refusal_or,
+)
 
 __all__ = ["as_mapping", "final_json_object", "json_field"]
 
@@ -142,9 +146,7 @@ def final_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]
         if wanted <= {_norm_key(k) for k in obj}:
             candidates.append((start, end, obj))
     if not found_any:
-        if is_refusal(text):
-            raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
-        raise VerdictParseError("no JSON object in the output", "no_verdict")
+        raise refusal_or(text, VerdictParseError("no JSON object in the output", "no_verdict"))
     if not candidates:
         raise VerdictParseError(f"no JSON object with all of {', '.join(required)}", "missing")
     outer = [
@@ -152,10 +154,7 @@ def final_json_object(text: str, required: Sequence[str] = ()) -> dict[str, Any]
     ]
     start, end, obj = outer[-1]
     _unexplained_change(text, outer, wanted)
-    if revised_later(text[end:], r"(?i)[{\d]|\b(?:true|false|yes|no)\b"):
-        raise VerdictParseError(
-            "the reply revises its verdict after it, in no form that can be read", "conflict"
-        )
+    check_not_revised_later(text[end:], r"(?i)[{\d]|\b(?:true|false|yes|no)\b")
     twice = [k for k in obj.twice if not wanted or _norm_key(k) in wanted]
     if twice:
         raise VerdictParseError(f"the verdict gives {twice[0]!r} twice with different values", "conflict")
@@ -172,14 +171,8 @@ def _unexplained_change(text: str, outer: list[tuple[int, int, _Object]], wanted
             _norm_key(k): v for k, v in obj.items() if _norm_key(k) in wanted and _norm_key(k) != "rationale"
         }
 
-    for _, end, earlier in reversed(outer[:-1]):
-        if values(earlier) == values(last):
-            continue
-        if not revises(text[end:start]):
-            raise VerdictParseError(
-                "the output gives two different verdict objects, no revision stated", "conflict"
-            )
-        return
+    earlier = ((values(obj), end) for _, end, obj in reversed(outer[:-1]))
+    check_revision_stated(text, earlier, values(last), start, "verdict objects")
 
 
 def json_field(obj: Mapping[str, Any], name: str) -> Any:

@@ -9,9 +9,18 @@ the numbered and JSON readers but that module's tolerated markup and :class:`Ver
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from clinieval.judge.verdict import COLON, MARK, PLACEHOLDER, VerdictParseError
-from clinieval.scoring.reading import REVISION, is_refusal, revised_later, revises
+from clinieval.judge.verdict import (
+    COLON,
+    MARK,
+    PLACEHOLDER,
+    VerdictParseError,
+    check_not_revised_later,
+    check_revision_stated,
+    refusal,
+)
+from clinieval.scoring.reading import REVISED_LABEL, REVISION, is_refusal, revises
 
 __all__ = ["VERDICT_LABELS", "label_line", "yes_no_value", "yes_no_verdict"]
 
@@ -103,7 +112,7 @@ def yes_no_value(value: str) -> bool:
     where it ends, which must agree; the format echoed (``<yes or no>``) or a hedge is unparsed."""
     if PLACEHOLDER.search(value) and _YES_NO.search(value):
         raise VerdictParseError(f"the verdict {value.strip()[:40]!r} is the format, echoed", "not_a_verdict")
-    if _RESTATED_OPTION.match(_YN_MARKUP.sub("", value).strip()):
+    if _restated(value):
         raise VerdictParseError(f"{value.strip()[:40]!r} restates an option, not a verdict", "not_a_verdict")
     found = _opening_and_final(value, _YN_MARKUP.sub("", value))
     if not found:
@@ -116,7 +125,7 @@ def _whole_reply_yes_no(text: str) -> bool:
     yes or no, and an unquoted final word must agree, unless a stated revision stands before the
     last of them ("Yes. Wait, ... Corrected: no")."""
     if is_refusal(text):
-        raise VerdictParseError("the judge refused or offered help instead of a verdict", "refusal")
+        raise refusal()
     text = _RESTATED_LINE.sub("", text)
     if _HEDGE.search(_YN_MARKUP.sub("", text)):
         raise VerdictParseError("the output hedges between yes and no", "hedged")
@@ -153,7 +162,7 @@ def _last_unless_conflict(said: list[tuple[int, bool]], text: str) -> bool:
     return last
 
 
-_REVISED_LABEL = re.compile(r"(?i)[\W_]*(?:final|revised|corrected|updated|new)\b")
+_REVISED_LABEL = re.compile(rf"(?i)[\W_]*{REVISED_LABEL}\b")
 
 
 def _unexplained_change(text: str, lines: list[re.Match[str]], verdict: bool) -> None:
@@ -162,16 +171,15 @@ def _unexplained_change(text: str, lines: list[re.Match[str]], verdict: bool) ->
     Otherwise the two are an unexplained conflict, and the later one is not read."""
     if _REVISED_LABEL.match(lines[-1].group(0)):
         return  # "Final answer: no" states the revision in its label
-    for before in reversed(lines[:-1]):
-        try:
-            value = yes_no_value(before.group(1))
-        except VerdictParseError:
-            continue
-        if value == verdict:
-            continue
-        if not revises(text[before.end() : lines[-1].start()]):
-            raise VerdictParseError("the output gives two different verdicts, no revision stated", "conflict")
-        return
+
+    def values() -> Iterator[tuple[object, int]]:
+        for before in reversed(lines[:-1]):
+            try:
+                yield yes_no_value(before.group(1)), before.end()
+            except VerdictParseError:
+                continue
+
+    check_revision_stated(text, values(), verdict, lines[-1].start())
 
 
 def _restated(value: str) -> bool:
@@ -198,10 +206,7 @@ def yes_no_verdict(
     if worded:
         verdict = yes_no_value(worded[-1].group(1))
         _unexplained_change(text, worded, verdict)
-        if revised_later(text[worded[-1].end() :], _YES_NO_VALUE):
-            raise VerdictParseError(
-                "the reply revises its verdict after it, in no form that can be read", "conflict"
-            )
+        check_not_revised_later(text[worded[-1].end() :], _YES_NO_VALUE)
         return verdict
     if unlabelled:
         try:

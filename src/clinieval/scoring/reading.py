@@ -57,6 +57,10 @@ _REFUSAL = re.compile(
 )
 
 
+REVISED_LABEL = r"(?:final|revised|corrected|updated|new)"
+"""A label that states a revision itself ("Final answer:", "Corrected score:"): the verdict it
+carries replaces an earlier one with no other words between them."""
+
 STRONG_REVISION = re.compile(
     rf"(?i)\b(?:on\s+(?:further\s+)?reflection|{_SECOND_LOOK}|(?:upon|after)\s+reconsideration"
     r"|correction|corrected|revised|I\s+was\s+wrong|I\s+made\s+(?:a|an)\s+(?:mistake|error)"
@@ -100,4 +104,13 @@ def hedges(text: str) -> bool:
     return HEDGE.search(text) is not None
 
 
-__all__ = ["HEDGE", "REVISION", "STRONG_REVISION", "hedges", "is_refusal", "revised_later", "revises"]
+__all__ = [
+    "HEDGE",
+    "REVISED_LABEL",
+    "REVISION",
+    "STRONG_REVISION",
+    "hedges",
+    "is_refusal",
+    "revised_later",
+    "revises",
+]
