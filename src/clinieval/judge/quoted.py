@@ -33,8 +33,9 @@ def quoted_material(record: SampleRecord) -> tuple[str, ...]:
         texts.append(record.output.text)
     texts.extend(m.content for m in record.messages)
     texts.extend(record.sample.all_targets)
-    if record.sample.context:
-        texts.append(record.sample.context)
+    context = record.sample.context
+    if context and not any(context in m.content for m in record.messages):  # not quoted twice
+        texts.append(context)
     return tuple(t for t in texts if t.strip())
 
 

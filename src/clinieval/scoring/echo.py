@@ -21,6 +21,7 @@ copy (:func:`echoes_prompt`) to warn about a base model behind a chat template.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -82,6 +83,16 @@ def _whole_lines(texts: Iterable[str]) -> dict[tuple[str, ...], set[tuple[str, .
     return found
 
 
+@functools.lru_cache(maxsize=8)
+def _index(
+    sent: tuple[str, ...], whole: tuple[str, ...] | None, min_words: int
+) -> tuple[set[tuple[str, ...]], dict[tuple[str, ...], set[tuple[str, ...]]]]:
+    """The runs of ``sent`` and the whole lines of ``whole`` (default ``sent``), built once for the
+    replies that share them (a judge's repeats of one item): indexing a long record's notes costs
+    far more than reading a reply against them, and it ran in the judge's event loop."""
+    return _shingles(sent, min_words), _whole_lines(sent if whole is None else whole)
+
+
 def _inside(run: Sequence[str], phrases: Sequence[Sequence[str]]) -> bool:
     n = len(run)
     return any(
@@ -123,7 +134,7 @@ def copied_spans(
         return []
     keys = [_key(m.group(0)) for m in words]
     covered = [False] * len(words)
-    known = _shingles(sent, min_words)
+    known, lines = _index(tuple(sent), None if whole is None else tuple(whole), min_words)
     for i in range(len(words) - min_words + 1):
         if tuple(keys[i : i + min_words]) in known:
             covered[i : i + min_words] = [True] * min_words
@@ -132,7 +143,6 @@ def copied_spans(
         for r in _runs(covered)
         if sum(not k.isdigit() and k not in _FORMAT_WORDS for k in keys[r[0] : r[1]]) >= 2
     ]
-    lines = _whole_lines(sent if whole is None else whole)
     for i in range(len(keys)):
         for line in lines.get(tuple(keys[i : i + WHOLE_LINE_WORDS]), ()):
             if tuple(keys[i : i + len(line)]) == line:
