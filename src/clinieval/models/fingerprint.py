@@ -135,9 +135,7 @@ async def take(model: Model, mode: Mode = "strict") -> JSON | None:
         found = await _embedded(model)
     elif isinstance(model, OpenAIModel):
         found = await _server(model)
-    elif isinstance(model, EndpointPool) and model.first_usable() is not None:
-        first = model.first_usable()
-        assert first is not None
+    elif isinstance(model, EndpointPool) and (first := model.first_usable()) is not None:
         found = await _server(first)
         found["pool"] = True
     else:
@@ -250,8 +248,8 @@ async def _server_probe(model: OpenAIModel) -> JSON:
         )
         return _text(answer, "message")
 
-    probe = await _probe(ask, "completions")
-    probe["via"] = via
+    probe = await _probe(ask)
+    probe["via"] = via  # "chat" where the server has no completions route
     return probe
 
 
@@ -272,19 +270,17 @@ def _text(answer: tuple[int, bytes, Mapping[str, str]] | None, field: str) -> tu
     return (text, "") if isinstance(text, str) else (None, "no text in the answer")
 
 
-async def _probe(ask: Any, via: str, times: int = 2, flush: bool = True) -> JSON:
+async def _probe(ask: Any, times: int = 2) -> JSON:
     """Flush, then the probe, ``times`` times; deterministic when every answer was the same."""
     start = time.perf_counter()
     answers: list[str] = []
     for _ in range(times):
-        if flush:
-            await ask(FLUSH_PROMPT, 1)
+        await ask(FLUSH_PROMPT, 1)
         text, why = await ask(PROBE_PROMPT, PROBE_TOKENS)
         if text is None:
-            return {"via": via, "failed": why, "ms": round((time.perf_counter() - start) * 1000)}
+            return {"failed": why, "ms": round((time.perf_counter() - start) * 1000)}
         answers.append(text)
     return {
-        "via": via,
         "prompt": PROBE_PROMPT,
         "answer": answers[0],
         "sha256": hashlib.sha256(answers[0].encode()).hexdigest()[:16],
