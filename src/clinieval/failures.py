@@ -138,17 +138,11 @@ def failure_report(records: Iterable[SampleRecord]) -> FailureReport:
 def failed_kinds_under(folder: Path) -> Counter[str]:
     """The failed items by kind that every run under ``folder`` recorded in its ``summary.json``
     (a suite cell holds one run per arm): what the suite's end lines give the fixes of."""
-    import json
-
-    from clinieval.runs import SUMMARY
+    from clinieval.runs import run_infos_under
 
     kinds: Counter[str] = Counter()
-    for found in sorted(folder.rglob(SUMMARY)):
-        try:
-            data = json.loads(found.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        failed = data.get("run", {}).get("failed_items", {}) if isinstance(data, dict) else {}
+    for info in run_infos_under(folder):
+        failed = info.get("failed_items", {})
         recorded = failed.get("kinds", {}) if isinstance(failed, dict) else {}
         kinds.update({str(k): int(v) for k, v in recorded.items() if isinstance(v, int)})
     return kinds

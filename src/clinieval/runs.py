@@ -49,6 +49,19 @@ SCORES = "scores"
 _TRACKED_PACKAGES = ("clinieval", "llama_cpp_python", "orjson", "numpy", "typer", "rich")
 
 
+def run_infos_under(folder: Path) -> Iterator[JSON]:
+    """The ``run`` part of every ``summary.json`` under ``folder`` (a suite cell holds one run per
+    arm), in path order; a file that is unreadable or of another shape is passed over."""
+    for found in sorted(folder.rglob(SUMMARY)):
+        try:
+            data = json.loads(found.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        info = data.get("run") if isinstance(data, dict) else None
+        if isinstance(info, dict):
+            yield info
+
+
 def package_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in _TRACKED_PACKAGES:

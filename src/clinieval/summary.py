@@ -13,7 +13,6 @@ Three kinds of "no score" are kept apart, because they mean different things:
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -215,24 +214,15 @@ ECHO_KEY = "echoed_prompt"
 """Where ``summary.json`` keeps the count: ``{"run": {"echoed_prompt": {"count", "of", "share"}}}``."""
 
 
-def read_echo(summary_file: Path) -> EchoCount | None:
-    """The echo count a run's ``summary.json`` recorded; None for a file that is missing, unreadable
-    or older than the count."""
-    try:
-        data = json.loads(summary_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    found = data.get("run", {}).get(ECHO_KEY) if isinstance(data, dict) else None
-    return EchoCount.from_dict(found) if isinstance(found, dict) else None
-
-
 def echo_under(folder: Path) -> EchoCount:
-    """Every run's echo count under ``folder`` (a suite cell holds one run per arm), summed."""
-    total = EchoCount()
-    from clinieval.runs import SUMMARY
+    """Every run's echo count under ``folder`` (a suite cell holds one run per arm), summed; a run
+    older than the count adds nothing."""
+    from clinieval.runs import run_infos_under
 
-    for found in sorted(folder.rglob(SUMMARY)):
-        total += read_echo(found) or EchoCount()
+    total = EchoCount()
+    for info in run_infos_under(folder):
+        found = info.get(ECHO_KEY)
+        total += EchoCount.from_dict(found) if isinstance(found, dict) else EchoCount()
     return total
 
 
