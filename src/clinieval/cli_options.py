@@ -23,6 +23,7 @@ import typer
 from clinieval.errors import EXIT_FAILED_ITEMS
 
 if TYPE_CHECKING:
+    from clinieval.failures import FailureReport
     from clinieval.judge.run import JudgeResult
     from clinieval.session import RunResult
     from clinieval.summary import EchoCount, ScorerSummary
@@ -159,14 +160,20 @@ def echo_run(label: str, result: RunResult, extra: Sequence[ScorerSummary] = ())
     echo_summary(f"{label}: {result.run_path}", [*result.summaries, *extra], result.stats_line)
     report = result.failures
     if report.failed:
-        typer.echo(f"warning: {label}: {report.headline()} in {result.run_path}:", err=True)
-        for line in report.lines():
-            typer.echo(line, err=True)
+        echo_failed_kinds(f"warning: {label}", report, result.run_path)
         example = report.example_line() if report.everything else None
         if example is not None:
             typer.echo(example, err=True)
         typer.echo("  run the same command again to ask just the failed ones", err=True)
     warn_if_echoed(result.echo, label)
+
+
+def echo_failed_kinds(level: str, report: FailureReport, run_path: Path) -> None:
+    """``LEVEL: N of M items failed ... in RUN:`` and one line per kind with its fix, on stderr:
+    how a run and each benchmark arm name what failed."""
+    typer.echo(f"{level}: {report.headline()} in {run_path}:", err=True)
+    for line in report.lines():
+        typer.echo(line, err=True)
 
 
 def warn_if_echoed(echo: EchoCount, label: str | None = None) -> None:

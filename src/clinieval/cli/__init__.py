@@ -20,6 +20,7 @@ from clinieval.cli_options import (
     ServerKindOption,
     ShowProgress,
     command_group,
+    echo_failed_kinds,
     echo_summary,
     warn_if_echoed,
 )
@@ -267,9 +268,7 @@ def _exit_for_failures(result: RunResult, allowed: float | None) -> None:
             raise typer.Exit(1)
         return
     accepted = report.accepted(allowed) and not report.everything
-    typer.echo(f"{'warning' if accepted else 'error'}: {report.headline()} in {result.run_path}:", err=True)
-    for line in report.lines():
-        typer.echo(line, err=True)
+    echo_failed_kinds("warning" if accepted else "error", report, result.run_path)
     if accepted:
         return
     if report.everything:
