@@ -171,25 +171,3 @@ def test_every_reader_is_in_the_corpus(half: str) -> None:
     counts = Counter(c["reader"] for c in corpus(half))
     assert set(counts) <= set(READERS), set(counts) - set(READERS)
     assert all(counts[name] >= 10 for name in READERS), counts
-
-
-def tally(half: str) -> dict[str, int]:
-    """The corpus's figures for docs/reliability.md: right, misread, unparsed as expected (and
-    with the same reason), readable left unparsed."""
-    out: Counter[str] = Counter()
-    for case in corpus(half):
-        got, want = read(case), case["expect"]
-        if _unparsed(want):
-            out["unparsed_as_expected" if _unparsed(got) else "misread"] += 1
-            out["same_reason"] += _unparsed(got) and got["unparsed"] == want["unparsed"]
-        elif _unparsed(got):
-            out["readable_left_unparsed"] += 1
-        else:
-            out["right" if got == want else "misread"] += 1
-    return dict(out)
-
-
-if __name__ == "__main__":  # python tests/test_reading_corpus.py: the figures for docs/reliability.md
-    for name in HALVES:
-        if (CORPUS / f"{name}.jsonl").exists():
-            print(name, len(corpus(name)), tally(name))
