@@ -20,7 +20,7 @@ from clinieval.judge.verdict import (
     check_revision_stated,
     refusal,
 )
-from clinieval.scoring.reading import REVISED_LABEL, REVISION, is_refusal, revises
+from clinieval.scoring.reading import REVISED_LABEL, is_refusal, revised_values, revises, settle
 
 __all__ = ["VERDICT_LABELS", "label_line", "yes_no_value", "yes_no_verdict"]
 
@@ -50,10 +50,6 @@ _GOES_ON = re.compile(
 """After a yes or no, a word that makes it part of a sentence ("yes would need the 5 mg dose"),
 not a verdict ("yes because ...", "no, the dose differs")."""
 _YES_NO_VALUE = r"(?i)\b(?:yes|no)\b"
-_REVISED_TO = re.compile(
-    r"(?i)[\W_]{0,6}(?:(?:on\s+reflection|it\s+is|the\s+answer\s+is)[\W_]{1,6})?(yes|no)\b(?!\s+[a-z])"
-)
-"""The verdict a stated revision gives right after its cue ("On reflection: no.")."""
 
 VERDICT_LABELS = (
     r"(?:(?:final\s+)?(?:answer|verdict|conclusion|judg(?:e)?ment|decision|response)|yes\s*(?:/|or)\s*no)"
@@ -141,25 +137,14 @@ def _whole_reply_yes_no(text: str) -> bool:
     final = _FINAL_WORD.search(text.rstrip())
     if final is not None:
         said.append((final.start(), final.group(1).lower() == "yes"))
-    for cue in REVISION.finditer(text):  # "On reflection: no.", "Actually, on reflection, yes: ..."
-        stated = _REVISED_TO.match(text, cue.end())
-        if stated is not None:
-            said.append((stated.start(1), stated.group(1).lower() == "yes"))
-    return _last_unless_conflict(sorted(set(said)), text)
-
-
-def _last_unless_conflict(said: list[tuple[int, bool]], text: str) -> bool:
-    """The last of the verdicts a block states, when the earlier ones agree with it or a stated
-    revision stands between the last different one and it; else ``conflict``."""
+    # "On reflection: no.", "Actually, on reflection, yes: ..."
+    said += [(at, word.lower() == "yes") for at, word in revised_values(text, r"(yes|no)\b")]
     if not said:
         raise VerdictParseError("no yes/no verdict in the output", "no_verdict")
-    position, last = said[-1]
-    for earlier, value in reversed(said[:-1]):
-        if value != last:
-            if revises(text[earlier:position]):
-                break
-            raise VerdictParseError("the output says both yes and no", "conflict")
-    return last
+    verdict = settle(sorted(set(said)), text)
+    if verdict is None:
+        raise VerdictParseError("the output says both yes and no", "conflict")
+    return verdict
 
 
 _REVISED_LABEL = re.compile(rf"(?i)[\W_]*{REVISED_LABEL}\b")

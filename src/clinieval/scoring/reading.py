@@ -20,6 +20,10 @@ what counts as a revision, a hedge or a refusal. Nothing here reads a verdict.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _SECOND_LOOK = (
     r"on\s+(?:a\s+)?second\s+(?:thoughts?|reading|look)"
@@ -79,6 +83,34 @@ def revised_later(text: str, value: str) -> bool:
         if re.search(value, rest):
             return True
     return False
+
+
+def revised_values(text: str, value: str) -> list[tuple[int, str]]:
+    """Each value stated right after a revision cue ("On reflection: no.", "Actually, yes: ...",
+    "Wait, the answer is maybe"), as (where it stands, what it says); ``value`` is a pattern whose
+    first group is the value. A value that runs on into a sentence ("no one ...") is not one."""
+    after = re.compile(
+        rf"(?i)[\W_]{{0,6}}(?:(?:on\s+reflection|it\s+is|the\s+answer\s+is)[\W_]{{1,6}})?{value}(?!\s+[a-z])"
+    )
+    found = []
+    for cue in REVISION.finditer(text):
+        m = after.match(text, cue.end())
+        if m is not None:
+            found.append((m.start(1), m.group(1)))
+    return found
+
+
+def settle(said: Sequence[tuple[int, T]], text: str) -> T | None:
+    """The last of the values a reply states (``said``: (position, value), in order), when the
+    earlier ones agree with it or a revision stands between the nearest different one and it;
+    None for an unexplained conflict (or nothing said)."""
+    if not said:
+        return None
+    position, last = said[-1]
+    for earlier, value in reversed(said[:-1]):
+        if value != last:
+            return last if revises(text[earlier:position]) else None
+    return last
 
 
 def is_refusal(text: str) -> bool:
