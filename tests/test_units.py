@@ -28,6 +28,9 @@ CHOICES = ("yes", "no", "maybe")
         ("Maybe", "maybe"),
         ("It is unclear.", None),
         ("yesterday", None),
+        ("No. Actually, yes: the trial shows fewer events.", "yes"),  # a stated revision (was "no")
+        ("Maybe. On reflection: no, the effect was not significant.", "no"),  # (was "maybe")
+        ("Yes. No.", None),  # an unexplained conflict
     ],
 )
 def test_extract_choice(text: str, expected: str | None) -> None:

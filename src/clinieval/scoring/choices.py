@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from clinieval.errors import UserError
 from clinieval.scoring.echo import ECHO_SHARE, copied_spans, echo_share, masked
-from clinieval.scoring.reading import is_refusal, revises
+from clinieval.scoring.reading import is_refusal, revised_values, revises, settle
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -213,19 +213,18 @@ def _read_committed_choice(text: str, choices: Sequence[str], lettered: bool) ->
 
 
 def _by_option_text(text: str, choices: Sequence[str], words: re.Pattern[str]) -> ChoiceReading:
-    """An option's own words: the one the answer opens with or closes on, else the only one named."""
+    """An option's own words: the one the answer opens with, states after a revision ("No.
+    Actually, yes: ...") or closes on, the last of them unless an unexplained conflict; else the
+    only one named."""
     opening = re.match(rf"^\W*{words.pattern}", text, re.IGNORECASE)
     if opening is not None and _listed_after(text, opening.end(), words.pattern):
         return ChoiceReading(None, None, "several_options")
     closing = re.search(rf"(?:^|[.:;!?\n]|\b{_OPENERS}\b)[\s,:]*{words.pattern}[\s.!]*$", text, re.IGNORECASE)
-    first = _index_of(opening.group(1), choices) if opening else None
-    last = _index_of(closing.group(1), choices) if closing else None
-    if first is not None and last is not None and first != last:
-        if revises(text[opening.end() if opening else 0 : closing.start() if closing else 0]):
-            return ChoiceReading(last, "text")
-        return ChoiceReading(None, None, "conflict")
-    if first is not None or last is not None:
-        return ChoiceReading(first if first is not None else last, "text")
+    said = [(m.start(1), m.group(1)) for m in (opening, closing) if m is not None]
+    said += revised_values(text, words.pattern)
+    if said:
+        stated = settle(sorted({(at, _index_of(word, choices)) for at, word in said}), text)
+        return ChoiceReading(None, None, "conflict") if stated is None else ChoiceReading(stated, "text")
     named = {_index_of(m.group(1), choices) for m in words.finditer(text)}
     if len(named) == 1:
         return ChoiceReading(named.pop(), "text")
