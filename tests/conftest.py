@@ -23,6 +23,26 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 BIN = Path(sys.executable).parent
 
 
+def _pin_xdist_worker() -> None:
+    """Under ``pytest -n N`` (``make test``), keep worker ``gwI`` to its own share of the CPUs.
+
+    The processes a test starts (the CLI, llama.cpp servers, Ray) inherit the mask, and the
+    embedded model sizes its thread pool from it (:func:`clinieval.cpus.usable_cpus`): unpinned,
+    two workers each ran llama.cpp on every core, its spinning threads fought over them and one
+    test took 103 s instead of 16 s."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")
+    if not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus, workers, index = sorted(os.sched_getaffinity(0)), int(count), int(worker[2:])
+    if workers < 2 or len(cpus) < 2:
+        return
+    os.sched_setaffinity(0, cpus[index::workers] if workers <= len(cpus) else [cpus[index % len(cpus)]])
+
+
+_pin_xdist_worker()
+
+
 def missing(what: str, *, module: bool = False) -> NoReturn:
     """Skip the test for ``what`` is missing, or fail it under ``CI=true`` (``.ci/run`` sets it):
     there the Makefile has installed every real part (Chromium, PostgreSQL, nginx, tinyproxy, Ray,

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from clinieval.cpus import usable_cpus
 from clinieval.errors import UserError
 
 
@@ -59,7 +60,7 @@ class Tokenizer(Protocol):
 # vocabulary's regex (for cl100k a newline is never merged with the next line's first character,
 # NEWLINE_THEN_TEXT); for llama.cpp vocabularies the cut is chosen per vocabulary by a probe.
 _BLOCK_CHARS = 1 << 14
-_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_WORKERS = min(4, usable_cpus())
 NEWLINE_THEN_TEXT = re.compile(r"\n(?=\S)")  # after a newline, before a non-space character
 TEXT_THEN_NEWLINE = re.compile(r"(?<=\S)(?=\n[ \t]*\S)")  # before a newline that follows text
 _PROBE = (

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from clinieval.cpus import usable_cpus
 from clinieval.errors import UserError
 from clinieval.models.base import render_plain, split_continuation
 from clinieval.models.catalog import file_fingerprint
@@ -229,7 +230,7 @@ class LlamaCppModel:
         self._name = name or path.stem
         self.chat = chat
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_threads = n_threads or usable_cpus()
         self._fingerprint = file_fingerprint(path)
         self._llm: Any = None
         self._formatter: Any = None
