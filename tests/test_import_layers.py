@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "clinieval"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: no clinieval imports beyond this row
-    ("clinieval", "errors", "types", "fsutil", "privacy"),
+    ("clinieval", "errors", "types", "fsutil", "privacy", "cpus"),
     ("datasets", "sample_record", "record_codec"),
     ("models",),
     ("scoring",),
