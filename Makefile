@@ -11,6 +11,9 @@ DEMO_LIMIT ?= 40
 # `make demo` runs PubMedQA; `make demo DEMO=medalign` (ehrnoteqa, medeval, automedeval) runs that demo;
 # `make demo DEMO=suite` runs all five over both embedded models and renders the leaderboard.
 DEMO ?= pubmedqa
+# `make test` runs pytest on one worker per CPU (pytest-xdist), each pinned to its share of the CPUs
+# (tests/conftest.py); `make test TEST_WORKERS=1` runs them on one worker.
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval demo-automedeval demo-suite test lint typecheck bench clean
 
@@ -87,7 +90,7 @@ demo-suite: install
 test: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # The client-throughput benchmark (an instant stub server; clinieval vs a bare aiohttp client, lm-eval and
 # inspect_ai), then the two against a local llama.cpp server (see docs/benchmarks.md); `make bench BENCH_N=10`
