@@ -22,7 +22,8 @@ timed ``--rounds`` times in alternating order and the median is reported. Agreem
 ``tests/data/medeval-labeller-dev.jsonl`` (conventions in its ``.md``), labelled by this checkout
 and, with ``--before DIR``, by an older checkout (run through ``PYTHONPATH=DIR/src``, e.g. a
 ``git worktree`` of the commit before the labeller's fix). Each side runs in a worker process of
-its own (this script with ``--worker``), built before the clock starts, timed on the dev set's
+its own (``bench/_labeller_worker.py``, which imports nothing but the labeller), built before
+the clock starts, timed on the dev set's
 reports repeated ``--dev-repeat`` times for ``--rounds`` rounds; the two sides' workers run
 ``--alternations`` times in alternating order (a shared machine's load falls on both alike) and
 the median of all their rounds is reported. Printed per side: cells and reports right, agreement
@@ -50,7 +51,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import clinieval
 from clinieval.benchmarks.medeval.items import CHEXPERT_NUMBERS, CodeValue
 from clinieval.benchmarks.medeval.labeller import Labeller, read_reports
 from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
@@ -251,27 +251,12 @@ def dev_items(path: Path) -> list[dict[str, object]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def worker(args: argparse.Namespace) -> None:
-    """Label the dev set with the clinieval found on sys.path; print labels and timings as JSON."""
-    reports = [str(item["report"]) for item in dev_items(args.dev_set)]
-    t = time.perf_counter()
-    labeller = Labeller("chest x-ray", chexpert=args.chexpert)
-    build_s = time.perf_counter() - t
-    labels = [[CHEXPERT_NUMBERS[lab[c]] for c in labeller.codes] for lab in labeller.label(reports)]
-    timed_reports = reports * args.dev_repeat
-    labeller.label(timed_reports[:20])  # warm-up, untimed
-    times = [timed(lambda: labeller.label(timed_reports)) for _ in range(args.rounds)]
-    median = statistics.median(times)
-    print(json.dumps({
-        "clinieval": str(Path(clinieval.__file__).parent), "codes": list(labeller.codes), "labels": labels,
-        "build_s": build_s, "timed_reports": len(timed_reports), "times_s": times, "median_s": median,
-        "reports_per_s": len(timed_reports) / median,
-    }))  # fmt: skip
+WORKER = Path(__file__).resolve().parent / "_labeller_worker.py"
 
 
 def run_worker(src: Path, args: argparse.Namespace) -> dict[str, object]:
     command = [
-        sys.executable, str(Path(__file__).resolve()), "--worker", "--dev-set", str(args.dev_set),
+        sys.executable, str(WORKER), "--dev-set", str(args.dev_set),
         "--chexpert", str(args.chexpert), "--dev-repeat", str(args.dev_repeat), "--rounds", str(args.rounds),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(src)}
@@ -423,11 +408,7 @@ def main() -> None:
     parser.add_argument("--dev-repeat", type=int, default=4, help="times the dev set is repeated when timed")
     parser.add_argument("--before", type=Path, help="an older checkout to compare with (its src/ is used)")
     parser.add_argument("--alternations", type=int, default=4, help="dev: runs of each side, alternating")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        worker(args)
-        return
     results = run_dev(args) if args.dev else run(args)
     results["environment"] = environment()
     (show_dev if args.dev else show)(results)

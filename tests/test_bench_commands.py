@@ -74,3 +74,12 @@ def test_every_documented_script_answers_help(script: str) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout.lower(), done.stdout[:500]
+
+
+def test_the_labeller_worker_run_under_older_checkouts_imports_only_the_labeller() -> None:
+    """``medeval_labeller.py --dev --before DIR`` runs its worker with an older checkout's ``src``
+    on the path; any clinieval module the worker imports besides the labeller's own package may be
+    missing or renamed there (``medeval.records`` became ``medeval.items`` and broke it once)."""
+    modules = {module for _, module, _ in _clinieval_imports(BENCH / "_labeller_worker.py")}
+    assert modules <= {"clinieval", "clinieval.benchmarks.medeval.labeller"}, modules
+    assert "_labeller_worker.py" in (BENCH / "medeval_labeller.py").read_text(encoding="utf-8")
