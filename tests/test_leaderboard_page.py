@@ -223,9 +223,13 @@ def check_benchmark(b: Mapping[str, Any], tables: list[dict[str, Any]]) -> int:
     for row in main["rows"]:
         s, r = scores[row[0]], ranks[row[0]]
         assert close(row[1], s["mean"], d)
-        assert all(close(x, y, d) for x, y in zip(row[2].strip("[]").split(", "), s["ci"], strict=True))
+        ci = row[2].removesuffix(" (zero width)")
+        assert (ci != row[2]) == (s["ci"][0] == s["ci"][1])
+        assert all(close(x, y, d) for x, y in zip(ci.strip("[]").split(", "), s["ci"], strict=True))
         assert (int(row[3]), int(row[4])) == (s["n"], s["failed"])
-        assert (num(row[5]), num(row[6]), pair(row[7])) == (r["rank"], r["median"], tuple(r["interval"]))
+        interval = row[7].removesuffix("*")
+        assert (interval != row[7]) == r["widened_to_the_tests"]
+        assert (num(row[5]), num(row[6]), pair(interval)) == (r["rank"], r["median"], tuple(r["interval"]))
         checked += 8
     for row in probs["rows"]:
         assert all(same_share(x, p, 1) for x, p in zip(row[1:], ranks[row[0]]["probabilities"], strict=True))
@@ -238,10 +242,12 @@ def check_benchmark(b: Mapping[str, Any], tables: list[dict[str, Any]]) -> int:
             close(x, y, d) for x, y in zip(row[4].strip("[]").split(", "), p["ci"], strict=True)
         )
         assert (
-            same_p(row[5], p["p"])
+            same_p(row[5].split(" ± ")[0], p["p"])
             and same_p(row[6], p["p_holm"])
             and row[7] == ("yes" if p["significant"] else "no")
         )
+        assert row[8] in {"exact McNemar", "sign-flip, exact", "sign-flip, Monte Carlo"}
+        assert (row[8] == "exact McNemar") == p["test"].startswith("exact McNemar")
         checked += 7
     judge = next((t for t in tables if t["heading"] == "Judge-run rank stability"), None)
     assert (judge is None) == (b["judge"] is None)

@@ -18,7 +18,13 @@ import pytest
 from clinieval.analysis.leaderboard import BenchmarkScores, build_leaderboard, rank_seed
 from clinieval.analysis.leaderboard_ranks import bootstrap_ranks, rank_distribution, rank_rows
 from clinieval.analysis.leaderboard_words import format_number, format_percent, verdict
-from clinieval.analysis.uncertainty import bonferroni, cluster_bootstrap_ci, holm, paired_bootstrap
+from clinieval.analysis.uncertainty import (
+    bonferroni,
+    cluster_bootstrap_ci,
+    holm,
+    paired_bootstrap,
+    paired_permutation_test,
+)
 from clinieval.errors import UserError
 
 # a hand-made table: 8 items from 4 patients, three models, scores exact in binary
@@ -119,7 +125,10 @@ def test_a_model_better_on_every_item_ranks_first_in_every_replicate() -> None:
     best = board.rank("best")
     assert board.models[0] == "best"
     assert best.probabilities == (1.0, 0.0, 0.0)
-    assert best.median == 1.0 and best.interval == (1.0, 1.0)
+    assert best.median == 1.0
+    # every replicate ranks it first, yet on 4 items no test can tell it apart from the others
+    # (the exact sign-flip's smallest p is 2/2^4 = 0.125): the interval says so (issue 38)
+    assert best.interval == (1.0, 3.0) and best.widened
 
 
 def test_identical_models_split_their_ranks() -> None:
@@ -136,7 +145,8 @@ def test_identical_models_split_their_ranks() -> None:
     ).benchmarks[0]
     for model in ("x", "y"):
         r = board.rank(model)
-        assert r.rank == 1.5 and r.median == 1.5 and r.interval == (1.5, 1.5)
+        # tied in every replicate, but no test can tell which is better: either rank is possible
+        assert r.rank == 1.5 and r.median == 1.5 and r.interval == (1.0, 2.0)
         assert r.probabilities == (0.5, 0.5)
     (pair,) = board.pairs
     assert pair.mean_difference == 0.0 and pair.pvalue == 1.0 and not pair.significant
@@ -206,10 +216,14 @@ def test_pairs_are_paired_on_shared_items_with_holm_over_the_benchmark() -> None
         common = [i for i in ITEMS if not (i == "i7" and "gamma" in (p.a, p.b))]
         x = [TABLE[p.a][ITEMS.index(i)] for i in common]
         y = [TABLE[p.b][ITEMS.index(i)] for i in common]
-        want = paired_bootstrap(x, y, resamples=400, seed=5, clusters=[PATIENTS[i] for i in common])
+        labels = [PATIENTS[i] for i in common]
+        want = paired_bootstrap(x, y, resamples=400, seed=5, clusters=labels)
         assert p.n == len(common)
         assert p.mean_difference == pytest.approx(np.mean(x) - np.mean(y))
-        assert (p.ci, p.pvalue) == ((want.ci_low, want.ci_high), want.pvalue)
+        # the CI is the paired bootstrap's; the p-value the exact sign-flip over patients' (issue 38)
+        assert p.ci == (want.ci_low, want.ci_high)
+        exact = paired_permutation_test(x, y, exact=True, clusters=labels)
+        assert p.pvalue == exact.pvalue and p.exhaustive
         ps.append(p.pvalue)
     assert [p.pvalue_holm for p in board.pairs] == pytest.approx(list(multipletests(ps, method="holm")[1]))
     assert len(board.pairs) == 3

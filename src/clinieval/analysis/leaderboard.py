@@ -6,9 +6,16 @@ means answers it with false confidence. So every number here comes with its unce
 - each model's mean with a 95% bootstrap CI, resampling patients whole where items share patients
   (:func:`~clinieval.analysis.uncertainty.cluster_bootstrap_ci`), items otherwise; items whose
   model call failed are not scores (the caller leaves them out and counts them in ``failed``);
-- every pair of models compared on the items both answered (a paired bootstrap, by patient where
-  clustered), with Holm's adjustment over the benchmark's pairs, so "A beats B" is claimed only
-  where the family-wise error rate is controlled;
+- every pair of models compared on the items both answered by an exact test where one is feasible
+  (:mod:`clinieval.analysis.exact_pairs`: exact McNemar for right/wrong items, the sign-flip
+  permutation test over items or patients otherwise, exhaustive up to 2^20 arrangements), with a
+  paired bootstrap CI of the difference (by patient where clustered) and Holm's adjustment over
+  the benchmark's pairs, so "A beats B" is claimed only where the family-wise error rate is
+  controlled at every n (a bootstrap p-value was too small at small n: 0.033 where exact McNemar
+  gives 0.125);
+- rank intervals never narrower than those tests allow (:func:`_rank_bounds`), and a warning on
+  every benchmark below :data:`MIN_ITEMS` items or :data:`MIN_CLUSTERS` patients, and on every
+  degenerate (zero-width) interval;
 - rank intervals (:mod:`clinieval.analysis.leaderboard_ranks`): how often each model holds each
   rank when the items are drawn again;
 - where a judge scores the answers, how the ranking moves between judge repeats (EHRNoteQA's rank
@@ -26,7 +33,7 @@ import math
 import numbers
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
@@ -34,6 +41,7 @@ import numpy as np
 
 from clinieval.analysis._validation import level as check_level
 from clinieval.analysis._validation import positive_int
+from clinieval.analysis.exact_pairs import PairTest, exact_pair_test
 from clinieval.analysis.leaderboard_ranks import (
     FloatArray,
     JudgeStability,
@@ -44,7 +52,14 @@ from clinieval.analysis.leaderboard_ranks import (
     rank_rows,
 )
 from clinieval.analysis.leaderboard_words import verdict
-from clinieval.analysis.uncertainty import bootstrap_ci, cluster_bootstrap_ci, holm, paired_bootstrap
+from clinieval.analysis.uncertainty import (
+    PairedBootstrap,
+    bootstrap_ci,
+    cluster_bootstrap_ci,
+    holm,
+    minimum_detectable_difference,
+    paired_bootstrap,
+)
 from clinieval.errors import UserError
 
 __all__ = [
@@ -72,9 +87,14 @@ CAVEATS = (
     "A model missing a benchmark is ranked on fewer benchmarks than the others.",
 )
 PAIR_TEST = (
-    "paired bootstrap of the mean difference on the items both models answered (shifted-null p-value,"
-    " Efron & Tibshirani 1993, 16.4)"
+    "exact McNemar for right/wrong items, otherwise the sign-flip permutation test of the mean difference"
+    " (exhaustive up to 2^20 arrangements, Monte Carlo beyond with its error stated), on the items both"
+    " models answered; the CI of the difference is a paired bootstrap"
 )
+MIN_ITEMS = 30
+"""Fewer items than this on a benchmark (independent items) draws a warning on its block."""
+MIN_CLUSTERS = 10
+"""Fewer patients than this on a clustered benchmark draws a warning on its block."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +150,12 @@ class PairDifference:
     pvalue: float
     pvalue_holm: float
     significant: bool
+    test: str = ""
+    """How ``pvalue`` was obtained (:class:`~clinieval.analysis.exact_pairs.PairTest`)."""
+    exhaustive: bool = True
+    mc_error: float | None = None
+    smallest_p: float = 0.0
+    """The smallest p-value the test could give on these items: above alpha, no pair can differ."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -141,6 +167,10 @@ class PairDifference:
             "p": self.pvalue,
             "p_holm": self.pvalue_holm,
             "significant": self.significant,
+            "test": self.test,
+            "exhaustive": self.exhaustive,
+            "p_monte_carlo_error": self.mc_error,
+            "smallest_possible_p": self.smallest_p,
         }
 
 
@@ -162,6 +192,8 @@ class BenchmarkBoard:
     ci_method: str
     digits: int
     replicates: FloatArray = field(repr=False, compare=False)
+    warnings: tuple[str, ...] = ()
+    """Too few items or patients, degenerate intervals (:func:`_warnings`)."""
 
     @property
     def clustered(self) -> bool:
@@ -180,7 +212,7 @@ class BenchmarkBoard:
             "models": list(self.models),
             "clustered": self.clustered,
             "ci_method": self.ci_method,
-            "pair_test": PAIR_TEST + (", patients resampled whole" if self.clustered else ""),
+            "pair_test": PAIR_TEST + (", patients exchanged whole" if self.clustered else ""),
             "scale": list(self.scale) if self.scale else None,
             "digits": self.digits,
             "scores": [s.as_json() for s in self.scores],
@@ -190,6 +222,7 @@ class BenchmarkBoard:
             "ranks": [r.as_json() for r in self.ranks],
             "judge": self.judge.as_json() if self.judge else None,
             "verdict": self.verdict,
+            "warnings": list(self.warnings),
         }
 
 
@@ -321,7 +354,9 @@ def _headline(b: BenchmarkScores, model: str, level: float, resamples: int, seed
     return ModelScore(model, float(np.mean(values)), ci, len(values), int(b.failed.get(model, 0)), groups)
 
 
-def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int) -> tuple[Any, int]:
+def _pair(
+    b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int
+) -> tuple[PairedBootstrap, PairTest, int]:
     common = [i for i in b.scores[x] if i in b.scores[y]]
     where = f"benchmark {b.name!r}: {x!r} vs {y!r}"
     if len(common) < 2:
@@ -333,22 +368,16 @@ def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed
         raise UserError(
             f"{where}: the items both answered come from 1 patient; a clustered test needs 2 (raise limit)"
         )
-    result = paired_bootstrap(
-        [b.scores[x][i] for i in common],
-        [b.scores[y][i] for i in common],
-        level=level,
-        resamples=resamples,
-        seed=seed,
-        clusters=labels,
-    )
-    return result, len(common)
+    xs, ys = [float(b.scores[x][i]) for i in common], [float(b.scores[y][i]) for i in common]
+    interval = paired_bootstrap(xs, ys, level=level, resamples=resamples, seed=seed, clusters=labels)
+    return interval, exact_pair_test(xs, ys, clusters=labels, seed=seed), len(common)
 
 
 def _pairs(
     b: BenchmarkScores, models: Sequence[str], level: float, resamples: int, seed: int
 ) -> tuple[PairDifference, ...]:
     raw = [(x, y, *_pair(b, x, y, level, resamples, seed)) for x, y in combinations(models, 2)]
-    adjusted = holm([r.pvalue for _, _, r, _ in raw])
+    adjusted = holm([t.pvalue for _, _, _, t, _ in raw])
     alpha = 1.0 - level
     return tuple(
         PairDifference(
@@ -357,12 +386,77 @@ def _pairs(
             n=n,
             mean_difference=r.mean_difference,
             ci=(r.ci_low, r.ci_high),
-            pvalue=r.pvalue,
+            pvalue=t.pvalue,
             pvalue_holm=p,
             significant=p <= alpha + 1e-12,
+            test=t.method,
+            exhaustive=t.exhaustive,
+            mc_error=t.mc_error,
+            smallest_p=t.smallest,
         )
-        for (x, y, r, n), p in zip(raw, adjusted, strict=True)
+        for (x, y, r, t, n), p in zip(raw, adjusted, strict=True)
     )
+
+
+def _rank_bounds(
+    models: Sequence[str], ranks: Sequence[RankDistribution], pairs: Sequence[PairDifference]
+) -> list[RankDistribution]:
+    """Rank intervals widened to what the pair tests allow: a model can rank no better than 1 +
+    the models significantly ahead of it, and no worse than k - the models it is significantly
+    ahead of. A bootstrap interval narrower than that (rank 1 for sure, though no test separates
+    the model from the runner-up) claims an order the tests do not support."""
+    k = len(models)
+    ahead = {m: 0 for m in models}
+    behind = {m: 0 for m in models}
+    for p in pairs:
+        if p.significant and p.mean_difference != 0:
+            winner, loser = (p.a, p.b) if p.mean_difference > 0 else (p.b, p.a)
+            behind[winner] += 1
+            ahead[loser] += 1
+    out = []
+    for r in ranks:
+        low, high = min(r.interval[0], 1.0 + ahead[r.model]), max(r.interval[1], float(k - behind[r.model]))
+        out.append(replace(r, interval=(low, high), widened=(low, high) != r.interval))
+    return out
+
+
+def _warnings(b: BenchmarkScores, scores: Sequence[ModelScore], pairs: Sequence[PairDifference]) -> list[str]:
+    """Plain words for what a reader must not miss: too few items or patients to tell models apart
+    (with the smallest p-value a test could reach and the smallest difference the cell could
+    detect), and intervals of zero width."""
+    out: list[str] = []
+    n = min(s.n for s in scores)
+    clusters = None if b.clusters is None else min(s.clusters or 0 for s in scores)
+    if (n < MIN_ITEMS) if clusters is None else (clusters < MIN_CLUSTERS):
+        unit = f"{clusters} patients" if clusters is not None else f"{n} items"
+        minimum = f"{MIN_CLUSTERS} patients" if clusters is not None else f"{MIN_ITEMS} items"
+        line = f"Only {unit} (fewer than the {minimum} this page asks for before trusting an order)"
+        if pairs:
+            best = min(p.smallest_p for p in pairs)
+            line += f"; the smallest p-value any pair test could reach here is {best:.3g}"
+        mdd = _detectable(b, scores)
+        if mdd is not None:
+            line += f"; the smallest difference this cell could detect (80% power, alpha 0.05) is about {mdd}"
+        out.append(line + ".")
+    for s in scores:
+        if s.ci[0] == s.ci[1]:
+            out.append(
+                f"{s.model}'s interval [{s.ci[0]:g}, {s.ci[1]:g}] has zero width: every score is the same,"
+                " so resampling cannot move the mean; it says nothing about how sure the mean is."
+            )
+    return out
+
+
+def _detectable(b: BenchmarkScores, scores: Sequence[ModelScore]) -> str | None:
+    """The minimum detectable difference of a paired comparison at the cell's n, from the pooled
+    spread of the scores (sigma_d = sqrt(2) * sd, the spread of a difference of independent
+    scores); None where the scores do not vary."""
+    values = [float(v) for m in b.scores.values() for v in m.values()]
+    n = min(s.clusters or s.n for s in scores)
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    if sd == 0.0 or n < 2:
+        return None
+    return f"{minimum_detectable_difference(math.sqrt(2.0) * sd, n):.3g}"
 
 
 def _common_table(b: BenchmarkScores, models: Sequence[str]) -> tuple[list[str], FloatArray]:
@@ -387,8 +481,8 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
     order = sorted(range(len(given)), key=lambda j: (observed[j], -headline[given[j]].mean, j))
     models = [given[j] for j in order]
     reps, observed = reps[:, order], observed[order]
-    ranks = rank_distribution(models, list(observed), reps, level=level)
     pairs = _pairs(b, models, level, resamples, seed)
+    ranks = _rank_bounds(models, rank_distribution(models, list(observed), reps, level=level), pairs)
     scores = tuple(headline[m] for m in models)
     digits = _digits(b)
     return BenchmarkBoard(
@@ -408,6 +502,7 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
         else "bootstrap over items",
         digits=digits,
         replicates=reps,
+        warnings=tuple(_warnings(b, scores, pairs)),
     )
 
 

@@ -123,6 +123,8 @@ class RankDistribution:
     probabilities: tuple[float, ...]
     median: float
     interval: tuple[float, float]
+    widened: bool = False
+    """The bootstrap interval was narrower than the pair tests allow and was widened to them."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -130,6 +132,7 @@ class RankDistribution:
             "rank": self.rank,
             "median": self.median,
             "interval": list(self.interval),
+            "widened_to_the_tests": self.widened,
             "probabilities": list(self.probabilities),
         }
 

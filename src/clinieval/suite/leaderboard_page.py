@@ -73,12 +73,12 @@ def _scores_table(b: JSON, links: Mapping[str, str | None]) -> Table:
             [
                 s["model"],
                 _linked(format_number(s["mean"], d), links.get("report")),
-                interval_text(s["ci"], d),
+                interval_text(s["ci"], d) + (" (zero width)" if s["ci"][0] == s["ci"][1] else ""),
                 str(s["n"]),
                 str(s["failed"]),
                 rank_text(r["rank"]),
                 rank_text(r["median"]),
-                interval_text(r["interval"]),
+                interval_text(r["interval"]) + ("*" if r.get("widened_to_the_tests") else ""),
                 _linked("items", links.get("view")) if links.get("view") else NO_LINK,
             ]
         )
@@ -105,6 +105,21 @@ def _probability_table(models: Sequence[str], ranks: Sequence[JSON]) -> Table:
     )
 
 
+def _test_name(p: JSON) -> str:
+    """The pair test in a few words (the note under the table says it in full)."""
+    test = str(p.get("test") or "")
+    if not test:
+        return "paired bootstrap"  # a leaderboard.json written before exact tests
+    if test.startswith("exact McNemar"):
+        return "exact McNemar"
+    return "sign-flip, exact" if p.get("exhaustive", True) else "sign-flip, Monte Carlo"
+
+
+def _monte_carlo(p: JSON) -> str:
+    error = p.get("p_monte_carlo_error")
+    return "" if error is None else f" ± {error:.2g}"
+
+
 def _pairs_table(b: JSON) -> Table:
     d = b["digits"]
     rows: list[list[Cell]] = [
@@ -114,14 +129,15 @@ def _pairs_table(b: JSON) -> Table:
             str(p["n"]),
             format_number(p["mean_difference"], d),
             interval_text(p["ci"], d),
-            p_text(p["p"]),
+            p_text(p["p"]) + _monte_carlo(p),
             p_text(p["p_holm"]),
             "yes" if p["significant"] else "no",
+            _test_name(p),
         ]
         for p in b["pairs"]
     ]
     level = b["level_percent"]
-    header = ["A", "B", "n", "A − B", f"{level}% CI", "p", "Holm p", f"Significant at {b['alpha']:g}"]
+    header = ["A", "B", "n", "A − B", f"{level}% CI", "p", "Holm p", f"Significant at {b['alpha']:g}", "Test"]
     return Table(header, rows)
 
 
@@ -182,13 +198,20 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
     )
     blocks: list[Block] = [
         _links_line(b["name"], links),
+        *(Paragraph(w, "warning") for w in b.get("warnings", [])),
         Paragraph([Strong(b["verdict"])]),
         _scores_table(b, links),
         Paragraph(
             f"Mean over the items each model answered; {level}% CI by {b['ci_method']}. Failed: items whose"
             f" model call failed, left out (never scored 0). Ranks: on the {where}, rank 1 = best, ties"
             f" share the average rank; the median and {level}% interval come from {board['resamples']}"
-            " bootstrap replicates.",
+            " bootstrap replicates"
+            + (
+                "; * widened to what the pair tests allow: no better than one plus the models significantly"
+                " ahead of it, no worse than the number of models less those it is significantly ahead of."
+                if any(r.get("widened_to_the_tests") for r in b["ranks"])
+                else "."
+            ),
             "note",
         ),
         Raw(f'<div class="figures">{figures}</div>', "The figures show the numbers of the tables."),
