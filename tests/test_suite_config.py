@@ -141,6 +141,12 @@ BAD: dict[str, list[tuple[str, str]]] = {
             '["192.168.1.20"]',
         ),
     ],
+    "name clash": [
+        (
+            GOOD.replace("[models]\n", '[models]\nA = "openai:http://127.0.0.1:9/v1@fault"\n'),
+            "[models] 'A' and 'a' differ only in case",
+        ),
+    ],
     "bad data": [
         (GOOD.replace('data = "pqa"', 'data = "nowhere"'), "[benchmarks.pubmedqa] data: "),
         (GOOD.replace('data = "pqa"', 'data = "pqa/ori_pqal.json"'), "not a folder"),

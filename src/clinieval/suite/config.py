@@ -98,6 +98,7 @@ def parse_suite(text: str, path: Path, parts: Sequence[SuitePart], backend: Back
     except UserError as e:
         raise UserError(f"{source}: [endpoints] {e}") from None
     models = tuple(SuiteModel(name, spec) for name, spec in data["models"].items())
+    _check_names([m.name for m in models], source)
     judge = None
     if "judge" in data:
         judge = SuiteJudge(data["judge"]["model"], data["judge"].get("repeats", 1))
@@ -139,6 +140,19 @@ def _entry(part: SuitePart, table: Mapping[str, Any], shared: Shared, source: st
         judge = SuiteJudge(judge.spec, int(table["judge_repeats"]))
     limit = table.get("limit", shared.limit)
     return BenchmarkEntry(part, options, dataclasses.replace(shared, limit=limit, judge=judge), table)
+
+
+def _check_names(names: Sequence[str], source: str) -> None:
+    """Refuse model names that differ only in case: each names a folder of cells, and on a
+    case-insensitive file system (macOS, Windows) ``Smol`` and ``smol`` would be one folder."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            raise UserError(
+                f"{source}: [models] {other!r} and {name!r} differ only in case; their result folders would"
+                " be one folder on a case-insensitive file system: rename one"
+            )
 
 
 def _check_specs(
