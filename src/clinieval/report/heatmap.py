@@ -55,7 +55,9 @@ def heatmap_svg(title: str, h2h: JSON) -> str:
     row_w = min(max(text_width(m, FONT) for m in models), MAX_LABEL)
     rows = [wrap(m, row_w, FONT) for m in models]
     left = PAD + max(block_width(lines, FONT) for lines in rows) + GAP
-    col_len = max(narrowest_wrap(m, FONT, COLUMN_LINES, split_words=True) for m in models)
+    # upright labels grow the figure's top, not the column: a word is broken only when it alone is
+    # longer than a row label may be ("smol" was shown as "sm" / "ol" to save a few pixels)
+    col_len = max(min(narrowest_wrap(m, FONT, COLUMN_LINES), MAX_LABEL) for m in models)
     cols = [wrap(m, col_len, FONT) for m in models]
     top = PAD + max(block_width(lines, FONT) for lines in cols) + GAP
     heights = [max(CELL_H, lines_height(len(lines), FONT) + 2 * GAP) for lines in rows]
