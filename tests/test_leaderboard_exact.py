@@ -173,3 +173,51 @@ def test_the_page_shows_the_warnings_and_the_test(tmp_path: Path) -> None:
         assert "Only 15 items (fewer than the 30 items" in text
         assert "exact McNemar" in text and "indistinguishable on this data" in text
         assert "smol is ahead of" not in text
+
+
+# --- the clinical margin (two one-sided tests) --------------------------------------------------
+
+
+def _margin_board(table: dict[str, list[float]], margin: float):  # type: ignore[no-untyped-def]
+    items = [f"i{k}" for k in range(len(next(iter(table.values()))))]
+    scores = {m: dict(zip(items, v, strict=True)) for m, v in table.items()}
+    board = build_leaderboard([BenchmarkScores("b", "score", scores, margin=margin)], resamples=2000)
+    return board.benchmarks[0]
+
+
+def test_a_margin_calls_equivalent_better_and_cannot_say() -> None:
+    rng = np.random.default_rng(11)
+    base = rng.random(300)
+    board = _margin_board(
+        {"a": list(base + 0.3), "b": list(base + 0.301 + rng.normal(0, 0.01, 300)), "c": list(base)}, 0.05
+    )
+    calls = {(p.a, p.b): p.margin_call for p in board.pairs}
+    assert calls[("b", "a")] == "equivalent"
+    assert calls[("b", "c")] == "a better" and calls[("a", "c")] == "a better"
+    assert "practically equivalent (within ±0.050): b and a" in board.verdict
+    assert "better by at least 0.050: b over c; a over c" in board.verdict
+    few = _margin_board({"x": [0.9, 0.8, 0.7, 0.95], "y": [0.5, 0.6, 0.75, 0.6]}, 0.05)
+    assert few.pairs[0].margin_call == "neither" and "neither equivalent nor 0.050 apart" in few.verdict
+
+
+def test_the_margin_agrees_with_statsmodels_tost_where_the_answer_is_clear() -> None:
+    from statsmodels.stats.weightstats import ttost_paired
+
+    rng = np.random.default_rng(2)
+    for shift, margin in ((0.0, 0.1), (0.02, 0.1), (0.3, 0.1), (0.09, 0.1)):
+        x = rng.normal(0.5, 0.2, 400)
+        y = x - shift + rng.normal(0, 0.1, 400)
+        board = _margin_board({"x": list(x), "y": list(y)}, margin)
+        p_tost = ttost_paired(x, y, -margin, margin)[0]
+        ours = board.pairs[0].margin_call
+        if p_tost < 0.01:
+            assert ours == "equivalent", (shift, p_tost)
+        elif p_tost > 0.1:
+            assert ours != "equivalent", (shift, p_tost)
+
+
+def test_a_margin_must_be_above_zero() -> None:
+    from clinieval.errors import UserError
+
+    with pytest.raises(UserError, match="margin must be a number above 0"):
+        _margin_board({"x": [1.0, 0.0], "y": [0.0, 1.0]}, 0.0)

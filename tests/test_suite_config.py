@@ -141,6 +141,9 @@ BAD: dict[str, list[tuple[str, str]]] = {
             '["192.168.1.20"]',
         ),
     ],
+    "bad margin": [
+        (GOOD + "margin = 0\n", "[benchmarks.pubmedqa] margin: expected a number above 0, got 0"),
+    ],
     "name clash": [
         (
             GOOD.replace("[models]\n", '[models]\nA = "openai:http://127.0.0.1:9/v1@fault"\n'),

@@ -51,7 +51,7 @@ from clinieval.analysis.leaderboard_ranks import (
     rank_distribution,
     rank_rows,
 )
-from clinieval.analysis.leaderboard_words import verdict
+from clinieval.analysis.leaderboard_words import margin_words, verdict
 from clinieval.analysis.uncertainty import (
     PairedBootstrap,
     bootstrap_ci,
@@ -114,6 +114,9 @@ class BenchmarkScores:
     judge_runs: Mapping[str, Sequence[Mapping[str, float]]] = field(default_factory=dict)
     failed: Mapping[str, int] = field(default_factory=dict)
     scale: tuple[float, float] | None = None
+    margin: float | None = None
+    """A clinical margin on the metric's scale: with it, each pair is also called practically
+    equivalent, better by at least the margin, or neither (:func:`margin_call`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,10 @@ class PairDifference:
     mc_error: float | None = None
     smallest_p: float = 0.0
     """The smallest p-value the test could give on these items: above alpha, no pair can differ."""
+    margin_ci: tuple[float, float] | None = None
+    """The (1 - 2 alpha) paired bootstrap CI of A - B that the margin's one-sided tests read."""
+    margin_call: str | None = None
+    """With a margin: "equivalent", "a better", "b better" (by at least the margin) or "neither"."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +178,8 @@ class PairDifference:
             "exhaustive": self.exhaustive,
             "p_monte_carlo_error": self.mc_error,
             "smallest_possible_p": self.smallest_p,
+            "margin_ci": None if self.margin_ci is None else list(self.margin_ci),
+            "margin_call": self.margin_call,
         }
 
 
@@ -194,6 +203,7 @@ class BenchmarkBoard:
     replicates: FloatArray = field(repr=False, compare=False)
     warnings: tuple[str, ...] = ()
     """Too few items or patients, degenerate intervals (:func:`_warnings`)."""
+    margin: float | None = None
 
     @property
     def clustered(self) -> bool:
@@ -223,6 +233,7 @@ class BenchmarkBoard:
             "judge": self.judge.as_json() if self.judge else None,
             "verdict": self.verdict,
             "warnings": list(self.warnings),
+            "margin": self.margin,
         }
 
 
@@ -289,6 +300,8 @@ class Leaderboard:
 
 def _check_scores(b: BenchmarkScores) -> None:
     where = f"benchmark {b.name!r}"
+    if b.margin is not None and not (isinstance(b.margin, numbers.Real) and 0 < b.margin < math.inf):
+        raise UserError(f"{where}: margin must be a number above 0 on the metric's scale, got {b.margin!r}")
     if not b.scores:
         raise UserError(f"{where}: no model has scores; a benchmark on the board needs at least one model")
     for model, items in b.scores.items():
@@ -379,6 +392,10 @@ def _pairs(
     raw = [(x, y, *_pair(b, x, y, level, resamples, seed)) for x, y in combinations(models, 2)]
     adjusted = holm([t.pvalue for _, _, _, t, _ in raw])
     alpha = 1.0 - level
+    margins = [
+        _margin(b, x, y, level, resamples, seed, significant=p <= alpha + 1e-12)
+        for (x, y, *_), p in zip(raw, adjusted, strict=True)
+    ]
     return tuple(
         PairDifference(
             a=x,
@@ -393,9 +410,45 @@ def _pairs(
             exhaustive=t.exhaustive,
             mc_error=t.mc_error,
             smallest_p=t.smallest,
+            margin_ci=m[0] if m else None,
+            margin_call=m[1] if m else None,
         )
-        for (x, y, r, t, n), p in zip(raw, adjusted, strict=True)
+        for (x, y, r, t, n), p, m in zip(raw, adjusted, margins, strict=True)
     )
+
+
+def margin_call(ci: tuple[float, float], margin: float, *, significant: bool, enough: bool) -> str:
+    """What a committee asks of two models, from the (1 - 2 alpha) CI of A - B: "equivalent" when
+    it lies inside (-margin, margin) (two one-sided tests at alpha, Schuirmann 1987), "a better" or
+    "b better" when it lies wholly beyond the margin on one side (A - B > margin, one-sided at
+    alpha), else "neither" (the data cannot say).
+
+    The bootstrap CI is too narrow on few items, so a margin claim also needs what an exact test
+    or the data's size supports: "better" only where the exact, Holm-adjusted pair test is
+    ``significant`` too, "equivalent" only with ``enough`` items (patients) for the page's minimum."""
+    low, high = ci
+    if -margin < low and high < margin and enough:
+        return "equivalent"
+    if low > margin and significant:
+        return "a better"
+    if high < -margin and significant:
+        return "b better"
+    return "neither"
+
+
+def _margin(
+    b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int, *, significant: bool
+) -> tuple[tuple[float, float], str] | None:
+    if b.margin is None:
+        return None
+    common = [i for i in b.scores[x] if i in b.scores[y]]
+    labels = None if b.clusters is None else [b.clusters[i] for i in common]
+    xs, ys = [float(b.scores[x][i]) for i in common], [float(b.scores[y][i]) for i in common]
+    two_sided = 1.0 - 2.0 * (1.0 - level)
+    boot = paired_bootstrap(xs, ys, level=two_sided, resamples=resamples, seed=seed, clusters=labels)
+    ci = (boot.ci_low, boot.ci_high)
+    enough = len(common) >= MIN_ITEMS if labels is None else len(set(labels)) >= MIN_CLUSTERS
+    return ci, margin_call(ci, b.margin, significant=significant, enough=enough)
 
 
 def _rank_bounds(
@@ -495,7 +548,7 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
         rank_items=len(common),
         rank_clusters=None if labels is None else len(set(labels)),
         judge=judge_stability(b.judge_runs, models, where=where),
-        verdict=verdict(models, pairs, level, digits),
+        verdict=verdict(models, pairs, level, digits) + margin_words(pairs, b.margin, digits),
         scale=b.scale,
         ci_method="bootstrap over patients (a patient's items together)"
         if b.clusters is not None
@@ -503,6 +556,7 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
         digits=digits,
         replicates=reps,
         warnings=tuple(_warnings(b, scores, pairs)),
+        margin=b.margin,
     )
 
 

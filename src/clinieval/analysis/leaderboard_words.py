@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Protocol
 
-__all__ = ["format_number", "format_percent", "verdict"]
+__all__ = ["format_number", "format_percent", "margin_words", "verdict"]
 
 MINUS = "\u2212"
 
@@ -153,3 +153,32 @@ def verdict(models: Sequence[str], pairs: Sequence[_Pair], level: float, digits:
         return "Every pair differs: " + " ahead of ".join(models) + "."
     text = "; ".join(_describe(models, rel, True))
     return ("N" + text[1:] if text.startswith("no model") else text) + "."
+
+
+class _MarginPair(Protocol):
+    @property
+    def a(self) -> str: ...
+    @property
+    def b(self) -> str: ...
+    @property
+    def margin_call(self) -> str | None: ...
+
+
+def margin_words(pairs: Sequence[_MarginPair], margin: float | None, digits: int = 3) -> str:
+    """The clinical margin's sentence (empty without a margin): which pairs are practically
+    equivalent, which model is better by at least the margin, and where the data cannot say."""
+    if margin is None or not pairs:
+        return ""
+    same = [f"{p.a} and {p.b}" for p in pairs if p.margin_call == "equivalent"]
+    better = [f"{p.a} over {p.b}" for p in pairs if p.margin_call == "a better"]
+    better += [f"{p.b} over {p.a}" for p in pairs if p.margin_call == "b better"]
+    unsure = [f"{p.a} and {p.b}" for p in pairs if p.margin_call == "neither"]
+    shown = format_number(margin, digits)
+    parts = []
+    if same:
+        parts.append(f"practically equivalent (within ±{shown}): {'; '.join(same)}")
+    if better:
+        parts.append(f"better by at least {shown}: {'; '.join(better)}")
+    if unsure:
+        parts.append(f"neither equivalent nor {shown} apart on this data: {'; '.join(unsure)}")
+    return f" With a clinical margin of {shown}, " + "; ".join(parts) + "."

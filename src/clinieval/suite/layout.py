@@ -179,6 +179,12 @@ def common_keys() -> dict[str, JSONSchema]:
             "minimum": 1,
             "description": "how many times the judge reads each answer (default: [judge] repeats)",
         },
+        "margin": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "a clinical margin on the metric's scale: the leaderboard also says which models"
+            " are practically equivalent (two one-sided tests) or better by at least it",
+        },
     }
 
 

@@ -133,12 +133,23 @@ def _pairs_table(b: JSON) -> Table:
             p_text(p["p_holm"]),
             "yes" if p["significant"] else "no",
             _test_name(p),
+            *([MARGIN_WORDS[p["margin_call"]]] if b.get("margin") is not None else []),
         ]
         for p in b["pairs"]
     ]
     level = b["level_percent"]
     header = ["A", "B", "n", "A − B", f"{level}% CI", "p", "Holm p", f"Significant at {b['alpha']:g}", "Test"]
+    if b.get("margin") is not None:
+        header.append(f"Margin ±{format_number(b['margin'], d)}")
     return Table(header, rows)
+
+
+MARGIN_WORDS = {
+    "equivalent": "equivalent",
+    "a better": "A better by at least the margin",
+    "b better": "B better by at least the margin",
+    "neither": "cannot say",
+}
 
 
 def _judge_blocks(j: JSON) -> list[Block]:
@@ -223,6 +234,12 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
             f"Test: {b['pair_test']}. Holm's step-down adjustment over {count} controls the chance of any"
             f" false claim at {b['alpha']:g}; the CIs are not adjusted."
         )
+        if b.get("margin") is not None:
+            note += (
+                f" Margin: two one-sided tests at {b['alpha']:g} each pair (the {100 - 200 * b['alpha']:g}%"
+                " paired bootstrap CI of A − B inside ± the margin: equivalent; wholly beyond it: better by"
+                " at least the margin), not adjusted for the number of pairs."
+            )
         blocks.append(Section("Pairwise differences", [_pairs_table(b), Paragraph(note, "note")]))
     if b["judge"]:
         blocks.append(Section("Judge-run rank stability", _judge_blocks(b["judge"])))

@@ -63,7 +63,8 @@ def write_suite_report(
         left_out += [_unscored(c, headlines[c.cell.model.name]) for c in unscored]
         ranked = {m: h for m, h in headlines.items() if h.scores}
         if ranked:
-            scores.append(benchmark_scores(prepared.benchmark, _metric(done[0], ranked), ranked))
+            margin = done[0].entry.table.get("margin")
+            scores.append(benchmark_scores(prepared.benchmark, _metric(done[0], ranked), ranked, margin))
             links[prepared.benchmark] = pages
     if not scores:
         why = "no complete cell has a scored item" if done_any else "no cell is complete yet"
@@ -87,8 +88,11 @@ def echo_notes(cells: Sequence[PlannedCell], manifest: SuiteManifest) -> list[st
     return notes
 
 
-def benchmark_scores(name: str, metric: str, headlines: Mapping[str, Headline]) -> BenchmarkScores:
-    """One benchmark's headlines (model name -> its cell's) as the leaderboard takes them."""
+def benchmark_scores(
+    name: str, metric: str, headlines: Mapping[str, Headline], margin: float | None = None
+) -> BenchmarkScores:
+    """One benchmark's headlines (model name -> its cell's) as the leaderboard takes them
+    (``margin``: the suite file's clinical margin for the benchmark)."""
     from clinieval.analysis.leaderboard import BenchmarkScores
 
     clusters: dict[str, str] = {}
@@ -103,6 +107,7 @@ def benchmark_scores(name: str, metric: str, headlines: Mapping[str, Headline]) 
         judge_runs={m: list(h.judge_runs) for m, h in headlines.items() if h.judge_runs},
         failed={m: h.failed for m, h in headlines.items()},
         scale=first.scale,
+        margin=None if margin is None else float(margin),
     )
 
 
