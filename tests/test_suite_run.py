@@ -182,6 +182,20 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     own = json.loads((report / "pubmedqa" / "report.json").read_text(encoding="utf-8"))
     assert set(own["models"]) == {"a", "b", "d"} and own["models"]["a"]["scored"] == 6
     assert own["models"]["d"] == {**own["models"]["d"], "accuracy": None, "scored": 0, "failed": 6}
+    assert board["benchmarks"][0]["margin"] is None
+
+    # a clinical margin changes the report only: the rerun asks nothing, the pairs get their calls
+    path.write_text(text + "margin = 0.05\n", encoding="utf-8")
+    with Failing() as failing:
+        before = len(server.log.received)
+        assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
+        assert len(server.log.received) == before
+    assert run_cli("suite", "report", str(out)).returncode == 0
+    board = json.loads((report / "leaderboard.json").read_text(encoding="utf-8"))
+    (bench,) = board["benchmarks"]
+    assert bench["margin"] == 0.05 and bench["pairs"]
+    assert all(p["margin_call"] in {"equivalent", "a better", "b better", "neither"} for p in bench["pairs"])
+    assert "Margin ±0.050" in (report / "leaderboard.html").read_text(encoding="utf-8")
 
     # a suite where nothing finished has nothing to rank: one line, exit 2
     only_dead = _suite(
