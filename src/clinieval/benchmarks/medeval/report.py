@@ -130,13 +130,15 @@ def _deltas(task_arms: Sequence[JSON]) -> Block | None:
             continue
         am, ab, c = d["delta_acc_am"], d["delta_acc_ab"], d["classifiers"]
         used = f"{c['ambiguity']['kind']} / {c['abnormality']['kind']}"
+        total = d.get("rewrites", len(a.get("records", [])) or "?")
         rows.append(
             [
                 a["model"],
                 a["setting"],
                 ci_cell({"value": am["delta"], "ci": am["ci"]}),
                 ci_cell({"value": ab["delta"], "ci": ab["ci"]}),
-                f"{d.get('rewrites_failed', '?')} of {d.get('rewrites', len(a.get('records', [])) or '?')}",
+                f"{d.get('rewrites_failed', '?')} of {total}",
+                f"{d.get('rewrites_without_content', '?')} of {total}",
                 used,
             ]
         )
@@ -148,9 +150,17 @@ def _deltas(task_arms: Sequence[JSON]) -> Block | None:
         "ΔAcc_am (higher is better)",
         "ΔAcc_ab (lower is better)",
         "rewrites failed (measured as the original)",
+        "rewrites without content (measured as the original)",
         "classifiers",
     ]
-    return Table(header, rows)
+    note = Paragraph(
+        "ΔAcc_am and ΔAcc_ab are read together: a rewrite that drops the finding stops reading as "
+        "ambiguous (ΔAcc_am up) by distorting it (ΔAcc_ab up). A rewrite without clinical content "
+        "(punctuation only, the label alone, fewer than three words, none of the sentence's finding "
+        "words) is measured as the original sentence, as a failed call is, and counted apart.",
+        "note",
+    )
+    return Section("Rewrites measured by trained classifiers", [note, Table(header, rows)])
 
 
 def _classifier_note(task_arms: Sequence[JSON]) -> Block | None:
