@@ -65,7 +65,7 @@ def _curve(task: TaskName, curves: JSON) -> Block | None:
 
 def _setting_order(setting: str) -> tuple[int, str]:
     head = setting.split("-")[0]
-    return (0 if setting == "zero-shot" else int(head) if head.isdigit() else 99, setting)
+    return (0 if setting.startswith("zero-shot") else int(head) if head.isdigit() else 99, setting)
 
 
 def _domains(task: TaskName, arms: Sequence[JSON]) -> Block | None:
@@ -241,6 +241,7 @@ def _zero_few(result: JSON) -> Block | None:
             str(r["n"]),
             ci_cell(r["sides"]["zero-shot"]),
             ci_cell(r["sides"]["few-shot"]),
+            (r.get("zero_shot") or {}).get("setting", "zero-shot"),
             f"{r['few_shot']['setting']} ({r['few_shot']['chosen_by']})",
             _pm(r["difference"]),
         ]
@@ -255,6 +256,7 @@ def _zero_few(result: JSON) -> Block | None:
         "n (same test items)",
         "zero-shot [95% CI]",
         "few-shot [95% CI]",
+        "zero-shot setting",
         "few-shot setting (how chosen)",
         "few minus zero [95% CI]",
     ]
