@@ -289,3 +289,19 @@ def test_the_papers_own_examples_are_preferred_to_drawn_ones_in_either_order(tmp
     for order in ([drawn, own], [own, drawn]):
         choice = comparisons.choose(order, [])
         assert choice.arm is own and choice.how.startswith("the paper's setting, fixed in advance")
+
+
+def test_zero_vs_few_pairs_the_few_shot_arm_with_the_zero_shot_arm_of_its_own_prompt(tmp_path: Path) -> None:
+    """The few-shot arm ran label-free; of two zero-shot arms it is compared with the label-free
+    one (only the examples differ), not with whichever zero-shot arm was read first."""
+    items = _ambiguous()
+    arms = [
+        rewriting_arm(tmp_path, items, 0.2),
+        rewriting_arm(tmp_path, items, 0.8, rewrite_label=False),
+        rewriting_arm(tmp_path, items, 0.5, shots=3, rewrite_label=False),
+    ]
+    [row] = medeval_analysis(arms, FAST)["zero_vs_few"]
+    assert row["few_shot"]["setting"] == "3-shot (drawn, seed 0), no Diagnostic: label"
+    assert row["zero_shot"]["setting"] == "zero-shot, no Diagnostic: label"
+    zero = comparisons.per_item(arms[1])
+    assert row["sides"]["zero-shot"]["value"] == pytest.approx(sum(zero.values()) / len(zero))
