@@ -148,6 +148,24 @@ def test_a_failed_or_empty_rewrite_counts_as_no_disambiguation(tmp_path: Path) -
     from clinieval.benchmarks.medeval.baselines.train import write_baseline_arm
     from clinieval.benchmarks.medeval.rewriting import classifier_deltas
 
+    items = _rewriting_corpus()
+    am = train_baseline("tfidf", "ambiguity", items, tmp_path / "b", seed=0)
+    ab = train_baseline("tfidf", "abnormality", items, tmp_path / "b", seed=0)
+    am_model, _ = load_classifier(am.model_dir)
+    assert am_model.predict([""])[0][0] == "unambiguous"  # the trap: "" reads as disambiguated
+    tested = [x for x in items if x.split == "test" and x.ambiguous]
+    answers = {x.id: "" for x in tested}  # every call failed or came back empty
+    arm = write_baseline_arm("rewriting", items, answers, "stand-in:silent-model", {}, tmp_path / "arm")
+    deltas = classifier_deltas(read_arm(arm).records, am.model_dir, ab.model_dir, resamples=200)
+    assert deltas["delta_acc_am"]["original_accuracy"] == 100.0  # the originals read as ambiguous
+    assert deltas["delta_acc_am"]["delta"] == 0.0
+    assert deltas["delta_acc_ab"]["delta"] == 0.0
+    assert deltas["rewrites_failed"] == deltas["rewrites"] == len(tested)
+
+
+def _rewriting_corpus() -> list[SentenceItem]:
+    """Ambiguous jargon sentences with clinician rewrites, unambiguous ones the majority class (so a
+    classifier reads a text with no known word as "unambiguous"), and abnormal masses."""
     organs = ["lungs", "heart", "mediastinum", "bones", "abdomen", "pleura"]
     items: list[SentenceItem] = []
     for i in range(90):
@@ -161,19 +179,53 @@ def test_a_failed_or_empty_rewrite_counts_as_no_disambiguation(tmp_path: Path) -
                 f"s{i}", text, CHEST, abnormal=False, ambiguous=ambiguous, rewrite=rewrite, split=split
             )
         )
-    items += [
+    return items + [
         SentenceItem(f"a{i}", f"large {o} mass.", CHEST, abnormal=True, ambiguous=False, split="train")
         for i, o in enumerate(organs)
     ]
+
+
+NO_CONTENT = [".", "Normal", "Diagnostic: Normal.", "AMBIGUOUS", "Lungs fine.", "It is fine."]
+"""Rewrites that say nothing clinical: punctuation, the label alone (any case), fewer than three
+words, and three words none of which is the sentence's finding."""
+
+
+def test_a_rewrite_without_clinical_content_counts_as_failed_not_as_a_disambiguation(tmp_path: Path) -> None:
+    """Answering "." earned the best ΔAcc_am there is (the ambiguity classifier calls it
+    unambiguous) and counted as qualified. Now every no-content form is measured as the original
+    (ΔAcc_am 0, ΔAcc_ab 0), counted as ``rewrites_without_content`` beside ``rewrites_failed``,
+    unqualified, and shown in the report's ΔAcc table; a real rewrite still counts."""
+    from clinieval.benchmarks.medeval.baselines.train import write_baseline_arm
+    from clinieval.benchmarks.medeval.report import write_medeval_report
+    from clinieval.benchmarks.medeval.rewriting import classifier_deltas
+
+    items = _rewriting_corpus()
     am = train_baseline("tfidf", "ambiguity", items, tmp_path / "b", seed=0)
     ab = train_baseline("tfidf", "abnormality", items, tmp_path / "b", seed=0)
     am_model, _ = load_classifier(am.model_dir)
-    assert am_model.predict([""])[0][0] == "unambiguous"  # the trap: "" reads as disambiguated
+    assert [p[0] for p in am_model.predict(NO_CONTENT)] == ["unambiguous"] * len(NO_CONTENT)  # the trap
     tested = [x for x in items if x.split == "test" and x.ambiguous]
-    answers = {x.id: "" for x in tested}  # every call failed or came back empty
-    arm = write_baseline_arm("rewriting", items, answers, "stand-in:silent-model", {}, tmp_path / "arm")
+    assert len(tested) >= len(NO_CONTENT)
+    junk = {x.id: NO_CONTENT[k % len(NO_CONTENT)] for k, x in enumerate(tested)}
+    arm = write_baseline_arm("rewriting", items, junk, "stand-in:dot-model", {}, tmp_path / "junk")
     deltas = classifier_deltas(read_arm(arm).records, am.model_dir, ab.model_dir, resamples=200)
-    assert deltas["delta_acc_am"]["original_accuracy"] == 100.0  # the originals read as ambiguous
-    assert deltas["delta_acc_am"]["delta"] == 0.0
-    assert deltas["delta_acc_ab"]["delta"] == 0.0
-    assert deltas["rewrites_failed"] == deltas["rewrites"] == len(tested)
+    assert deltas["delta_acc_am"]["original_accuracy"] == 100.0
+    assert deltas["delta_acc_am"]["delta"] == 0.0 and deltas["delta_acc_ab"]["delta"] == 0.0
+    assert deltas["rewrites_without_content"] == len(tested) and deltas["rewrites_failed"] == 0
+
+    # half real rewrites (in the wording the classifier learnt as unambiguous), half junk: the real
+    # half still disambiguates
+    real_rewrite = {x.id: x.sentence.replace("unremarkable", "normal in size") for x in tested}
+    mixed = {x.id: real_rewrite[x.id] if k % 2 else junk[x.id] for k, x in enumerate(tested)}
+    arm = write_baseline_arm("rewriting", items, mixed, "stand-in:half-model", {}, tmp_path / "mixed")
+    result = medeval_analysis([read_arm(arm)], classifiers=(am.model_dir, ab.model_dir))
+    [row] = result["arms"]
+    real = len(tested) // 2
+    assert row["qualified"] == real  # no-content rewrites are unqualified, as empty ones are
+    d = row["classifier_deltas"]
+    assert d["rewrites_without_content"] == len(tested) - real
+    assert d["delta_acc_am"]["delta"] == pytest.approx(100.0 * real / len(tested))
+    write_medeval_report(result, [read_arm(arm)], tmp_path / "report", synthetic=True)
+    md = (tmp_path / "report" / "medeval.md").read_text()
+    assert "ΔAcc_am (higher is better)" in md and "ΔAcc_ab (lower is better)" in md
+    assert f"| {len(tested) - real} of {len(tested)} |" in md  # the without-content column

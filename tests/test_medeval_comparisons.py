@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,7 @@ from clinieval.benchmarks.medeval.items import (
     Split,
     TaskName,
 )
+from clinieval.benchmarks.medeval.task import MedEvalSettings
 
 FAST = Settings(resamples=200)
 
@@ -81,12 +83,17 @@ def test_the_few_shot_setting_is_chosen_on_validation_and_reported_on_test(tmp_p
     result = medeval_analysis(arms, FAST)
     assert len(result["arms"]) == 3 and len(result["validation_arms"]) == 3  # validation is not reported
     row = result["zero_vs_few"][0]
-    assert row["few_shot"]["setting"] == "1-shot" and row["few_shot"]["chosen_by"] == "best validation score"
+    assert (
+        row["few_shot"]["setting"] == "1-shot (drawn, seed 0)"
+        and row["few_shot"]["chosen_by"] == "best validation score"
+    )
     assert row["sides"]["few-shot"]["value"] == pytest.approx(60.0)  # its test score, not the best test
     assert row["sides"]["zero-shot"]["value"] == pytest.approx(50.0)
     assert row["difference"]["value"] == pytest.approx(10.0) and row["n"] == 10
     chosen = {c["task"]: c for c in result["chosen"]}["abnormality"]
-    assert chosen["setting"] == "1-shot" and chosen["validation"]["zero-shot"] == pytest.approx(20.0)
+    assert chosen["setting"] == "1-shot (drawn, seed 0)" and chosen["validation"][
+        "zero-shot"
+    ] == pytest.approx(20.0)
 
 
 def test_without_validation_runs_the_papers_setting_is_used_never_the_best_test_one(tmp_path: Path) -> None:
@@ -99,7 +106,9 @@ def test_without_validation_runs_the_papers_setting_is_used_never_the_best_test_
     result = medeval_analysis(arms, FAST)
     chosen = {c["model"]: c for c in result["chosen"]}
     llm = chosen["openai:http://127.0.0.1:1/v1@m"]
-    assert llm["setting"] == "2-shot" and llm["chosen_by"].startswith("the paper's setting, fixed in advance")
+    assert llm["setting"] == "2-shot (drawn, seed 0)" and llm["chosen_by"].startswith(
+        "the paper's setting, fixed in advance"
+    )
     fam = result["families"]["abnormality"]
     assert fam["sides"]["prompted LLM"]["value"] == pytest.approx(50.0)
 
@@ -203,3 +212,96 @@ def test_per_item_values_are_on_0_to_100_for_every_task(tmp_path: Path) -> None:
         "rewriting", items, answers, "openai:http://127.0.0.1:1/v1@m", {}, tmp_path / "r"
     )
     assert list(comparisons.per_item(read_arm(folder)).values()) == pytest.approx([100.0] * 3)
+
+
+def _ambiguous(n: int = 40) -> list[SentenceItem]:
+    """Ambiguous sentences with clinician rewrites, over train, validation and test."""
+    out = []
+    for i in range(n):
+        split: Split = "validation" if i % 4 == 3 else "test" if i % 4 == 2 else "train"
+        organ = ("lungs", "heart", "bones", "pleura")[i % 4]
+        out.append(
+            SentenceItem(
+                f"r{i}",
+                f"the {organ} are unremarkable on view {i}.",
+                CHEST,
+                abnormal=False,
+                ambiguous=True,
+                rewrite=f"the {organ} are normal on view {i}.",
+                split=split,
+            )
+        )
+    return out
+
+
+def rewriting_arm(
+    tmp: Path, items: list[SentenceItem], right: float, *, split: Split = "test", **options: Any
+) -> Arm:
+    """A prompted model's rewriting arm run with ``options`` (MedEvalSettings fields) written as a
+    real run folder: the first ``right`` share of its answers is the clinician's rewrite (sentence
+    BLEU 100), the rest a rewrite of the same finding in other words (BLEU near 0)."""
+    asked = [x for x in items if x.split == split]
+    answers = {
+        x.id: str(x.rewrite) if k < round(right * len(asked)) else f"{x.sentence.split()[1]} look fine to me"
+        for k, x in enumerate(asked)
+    }
+    folder = tmp / f"rewriting-{len(list(tmp.iterdir()))}"
+    settings = MedEvalSettings(**options)
+    return read_arm(write_baseline_arm("rewriting", items, answers, MODEL, {}, folder, split, settings))
+
+
+MODEL = "openai:http://127.0.0.1:1/v1@m"
+
+
+def test_zero_shot_rewriting_arms_with_and_without_the_label_are_told_apart(tmp_path: Path) -> None:
+    """The labelled (default) and the `--no-rewrite-label` zero-shot rewriting arms were both
+    "zero-shot", so validation could not match either to its own validation arm (one score for two
+    arms) and the choice fell back to arm order. Each is now its own setting, matched to its own."""
+    items = _ambiguous()
+    arms = [
+        rewriting_arm(tmp_path, items, 1.0),  # labelled: best on test
+        rewriting_arm(tmp_path, items, 0.5, rewrite_label=False),
+        rewriting_arm(tmp_path, items, 0.2, split="validation"),
+        rewriting_arm(tmp_path, items, 0.8, split="validation", rewrite_label=False),
+    ]
+    assert {a.setting for a in arms} == {"zero-shot", "zero-shot, no Diagnostic: label"}
+    result = medeval_analysis(arms, FAST)
+    [chosen] = result["chosen"]
+    assert chosen["setting"] == "zero-shot, no Diagnostic: label"
+    assert chosen["chosen_by"] == "best validation score"
+    scores = chosen["validation"]  # each matched to its own validation arm: two scores, not one
+    assert set(scores) == {"zero-shot", "zero-shot, no Diagnostic: label"}
+    assert scores["zero-shot"] < 50.0 < scores["zero-shot, no Diagnostic: label"]
+    shown = {a["setting"] for a in result["arms"]}  # the tables say which arm is which
+    assert shown == {"zero-shot", "zero-shot, no Diagnostic: label"}
+    # without validation arms, the paper's labelled query is its setting, in either order
+    for order in (arms[:2], arms[1::-1]):
+        assert comparisons.choose(order, []).arm.setting == "zero-shot"
+
+
+def test_the_papers_own_examples_are_preferred_to_drawn_ones_in_either_order(tmp_path: Path) -> None:
+    """Without validation arms, the paper's setting was the first arm with its number of examples:
+    a drawn 3-shot arm read first beat the paper's own three examples."""
+    items = _ambiguous()
+    drawn = rewriting_arm(tmp_path, items, 0.9, shots=3, seed=4)
+    own = rewriting_arm(tmp_path, items, 0.3, paper_examples=True)
+    assert drawn.setting == "3-shot (drawn, seed 4)" and own.setting == "3-shot (paper's examples)"
+    for order in ([drawn, own], [own, drawn]):
+        choice = comparisons.choose(order, [])
+        assert choice.arm is own and choice.how.startswith("the paper's setting, fixed in advance")
+
+
+def test_zero_vs_few_pairs_the_few_shot_arm_with_the_zero_shot_arm_of_its_own_prompt(tmp_path: Path) -> None:
+    """The few-shot arm ran label-free; of two zero-shot arms it is compared with the label-free
+    one (only the examples differ), not with whichever zero-shot arm was read first."""
+    items = _ambiguous()
+    arms = [
+        rewriting_arm(tmp_path, items, 0.2),
+        rewriting_arm(tmp_path, items, 0.8, rewrite_label=False),
+        rewriting_arm(tmp_path, items, 0.5, shots=3, rewrite_label=False),
+    ]
+    [row] = medeval_analysis(arms, FAST)["zero_vs_few"]
+    assert row["few_shot"]["setting"] == "3-shot (drawn, seed 0), no Diagnostic: label"
+    assert row["zero_shot"]["setting"] == "zero-shot, no Diagnostic: label"
+    zero = comparisons.per_item(arms[1])
+    assert row["sides"]["zero-shot"]["value"] == pytest.approx(sum(zero.values()) / len(zero))

@@ -127,6 +127,23 @@ def test_shot_settings_follow_the_paper_per_task() -> None:
         "abnormality-paper", "ambiguity-paper", "rewriting-paper", "codes-2shot", "summarization-3shot",
     ]  # fmt: skip
     assert names(shots="zero", split="validation")[0] == "abnormality-0shot-validation"
+    # a setting that changes the prompt or the scoring names its own folder (issue 36): the labelled
+    # and the label-free rewriting arms were both "rewriting-3shot", so one refused the other
+    assert names(rewrite_label=False, qualified="strict") == [
+        "abnormality-2shot-strict", "ambiguity-2shot-strict", "rewriting-3shot-nolabel", "codes-2shot",
+        "summarization-3shot",
+    ]  # fmt: skip
+    assert names(shots="zero", rewrite_label=False)[2] == "rewriting-0shot-nolabel"
+
+
+def test_an_arm_folder_names_the_examples_seed_and_absent_codes() -> None:
+    from clinieval.benchmarks.medeval.task import MedEvalSettings, arm_label
+
+    assert arm_label("rewriting", MedEvalSettings(shots=3, seed=4)) == "rewriting-3shot-seed4"
+    assert arm_label("rewriting", MedEvalSettings(paper_examples=True, seed=4)) == "rewriting-paper"
+    assert arm_label("rewriting", MedEvalSettings(seed=4)) == "rewriting-0shot"  # no examples drawn
+    assert arm_label("codes", MedEvalSettings(absent_as="negative")) == "codes-0shot-absent-negative"
+    assert arm_label("codes", MedEvalSettings(rewrite_label=False)) == "codes-0shot"  # not its setting
 
 
 def test_equal_balance_gives_every_task_the_same_number_of_items(tmp_path: Path) -> None:

@@ -187,16 +187,18 @@ class CodeAnswers:
 @dataclass(frozen=True, slots=True)
 class TextAnswers:
     """Free text against a reference (the impression, or the clinician's rewrite), scored per
-    answer by ``metric`` (ROUGE-L for summaries, sentence BLEU-4 for rewrites)."""
+    answer by ``metric`` (ROUGE-L for summaries, sentence BLEU-4 for rewrites); with ``content``
+    (rewrites) an answer without clinical content is unqualified (:mod:`.rewrite_content`)."""
 
     metric: str
+    content: bool = False
 
     def word(self, item: SentenceItem) -> None:
         """No label word: the answer is text."""
         return None
 
     def scorer(self, task: str, rule: QualifiedRule) -> MedEvalScorer:
-        return MedEvalScorer(task, TextOverlap(self.metric))
+        return MedEvalScorer(task, TextOverlap(self.metric, self.content))
 
     def params(self, knobs: TaskKnobs) -> JSON:
         return {}

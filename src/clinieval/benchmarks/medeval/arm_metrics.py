@@ -130,9 +130,15 @@ def code_metrics(arm: Arm, s: Settings) -> JSON:
 
 
 def _answers(arm: Arm) -> tuple[list[str], list[str], list[bool]]:
+    """Each answer, reference and whether it qualified (as its score says: a rewrite without
+    content does not). An unqualified answer is read as "" so the counted-wrong view scores it 0."""
     texts = [r.output.text.strip() if r.output is not None and r.output.ok else "" for r in arm.records]
+    qualified = [
+        bool(t) and bool(score_of(arm, r)[1].get("qualified"))
+        for t, r in zip(texts, arm.records, strict=True)
+    ]
     references = [str(r.sample.target or "") for r in arm.records]
-    return texts, references, [bool(t) for t in texts]
+    return [t if q else "" for t, q in zip(texts, qualified, strict=True)], references, qualified
 
 
 def text_metrics(arm: Arm, s: Settings) -> JSON:

@@ -10,16 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clinieval.benchmarks.medeval.items import TASKS, TaskName
 from clinieval.errors import UserError
 from clinieval.runs import RunDir
 from clinieval.sample_record import SampleRecord
 
+JSON = dict[str, Any]
+
 
 @dataclass(frozen=True, slots=True)
 class Arm:
-    """One run folder read back: which model, task and shot setting, and its records."""
+    """One run folder read back: which model, task and setting, and its records.
+
+    The setting is every task parameter the run recorded that changes what the model is asked or
+    how its answer is scored: the number of examples and where they come from (the paper's own, or
+    drawn from train with a seed), whether a rewriting query carries its ``Diagnostic:`` label,
+    the qualified rule and what an absent code is asked as. Arms that differ in any of these are
+    different settings, so validation matches a test arm only to its like."""
 
     path: Path
     model: str
@@ -29,6 +38,14 @@ class Arm:
     records: tuple[SampleRecord, ...]
     split: str = "test"
     """The split the arm answered: test (reported) or validation (only to choose settings on)."""
+    shot_seed: int = 0
+    """The seed the examples were drawn with (drawn examples only)."""
+    rewrite_label: bool | None = None
+    """Whether a rewriting query carried ``Diagnostic: Normal.|Abnormal.`` (None: not rewriting)."""
+    qualified_rule: str | None = None
+    """The label tasks' qualified rule (None: not a label task)."""
+    absent_as: str | None = None
+    """What a code the report never mentions was asked as (None: not code prediction)."""
 
     @property
     def family(self) -> str:
@@ -36,14 +53,39 @@ class Arm:
         return "adapted PLM" if self.model.startswith("baseline:") else "prompted LLM"
 
     @property
+    def departures(self) -> tuple[str, ...]:
+        """The prompt and scoring options that depart from the paper's (its labelled rewriting
+        query, its qualified rule, absent codes as unknown), as the setting's name shows them."""
+        out = []
+        if self.rewrite_label is False:
+            out.append("no Diagnostic: label")
+        if self.qualified_rule not in (None, "paper"):
+            out.append(f"{self.qualified_rule} qualified rule")
+        if self.absent_as not in (None, "unknown"):
+            out.append(f"absent codes asked as {self.absent_as}")
+        return tuple(out)
+
+    @property
     def setting(self) -> str:
+        """The setting's name: shots and their source, then each departure from the paper's
+        prompt or rule ("zero-shot", "3-shot (paper's examples)", "3-shot (drawn, seed 0)",
+        "zero-shot, no Diagnostic: label")."""
         if self.model == "baseline:lead-sentence":
             return "extractive (first FINDINGS sentence)"
         if self.family == "adapted PLM":
             return "trained on the train split"
         if self.shots == 0:
-            return "zero-shot"
-        return f"{self.shots}-shot" + (" (paper's examples)" if self.paper_examples else "")
+            shots = "zero-shot"
+        elif self.paper_examples:
+            shots = f"{self.shots}-shot (paper's examples)"
+        else:
+            shots = f"{self.shots}-shot (drawn, seed {self.shot_seed})"
+        return ", ".join((shots, *self.departures))
+
+
+def _optional(params: JSON, key: str) -> str | None:
+    value = params.get(key)
+    return None if value is None else str(value)
 
 
 def read_arm(path: Path, model: str | None = None) -> Arm:
@@ -60,7 +102,20 @@ def read_arm(path: Path, model: str | None = None) -> Arm:
         raise UserError(f"{path}: the run has no finished samples")
     model = model or str((spec.get("model") or {}).get("spec") or path.name)
     shots, paper = int(params.get("shots") or 0), bool(params.get("paper_examples"))
-    return Arm(path, model, task, shots, paper, records, str(params.get("split") or "test"))
+    label = params.get("rewrite_label")
+    return Arm(
+        path,
+        model,
+        task,
+        shots,
+        paper,
+        records,
+        str(params.get("split") or "test"),
+        shot_seed=int(params.get("shot_seed") or 0),
+        rewrite_label=None if label is None else bool(label),
+        qualified_rule=_optional(params, "qualified_rule"),
+        absent_as=_optional(params, "absent_as"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,7 @@ def run(
     from clinieval.benchmarks.medeval.items import Split
     from clinieval.benchmarks.medeval.parsing import QUALIFIED_RULES
     from clinieval.benchmarks.medeval.prompts import PAPER_EXAMPLES, TASKS
-    from clinieval.benchmarks.medeval.task import GENERATION, MedEvalSettings, run_task_arm
+    from clinieval.benchmarks.medeval.task import GENERATION, MedEvalSettings, arm_label, run_task_arm
     from clinieval.models.spec import arm_dir_name
 
     tasks = [one_of(t, TASKS, "--task") for t in (task or list(TASKS))]
@@ -135,14 +135,13 @@ def run(
         for name in tasks:
             own = [paper] if paper_examples and name in PAPER_EXAMPLES else []
             for settings in own + counted:
-                label = "paper" if settings.paper_examples else f"{settings.shots}shot"
-                label += "" if asked_split == "test" else f"-{asked_split}"
-                path = out / arm_dir_name(spec, f"{name}-{label}")
+                label = arm_label(name, settings)
+                path = out / arm_dir_name(spec, label)
                 items = loaded.items_for(name)
                 result = asyncio.run(
                     run_task_arm(name, items, spec, path, settings, loaded.files, loaded.split_info())
                 )
-                echo_run(f"{spec} ({name}, {label})", result)
+                echo_run(f"{spec} ({label})", result)
     typer.echo(f"next: clinieval medeval analyze {out}")
 
 

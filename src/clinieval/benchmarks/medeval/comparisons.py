@@ -5,9 +5,12 @@ Three rules hold for every comparison here:
 * **Settings are chosen on validation, never on test.** The paper picks prompts on the validation
   split and reports test. When a model ran a task in several settings (zero-shot, k-shot) and each
   also ran on validation (``medeval run --split validation``), the setting with the best validation
-  score is taken and its *test* score reported. Without validation runs nothing is chosen: the
-  paper's own setting (its number of examples, fixed before any result) is used, and the report
-  says so. A test score never decides which arm is shown.
+  score is taken and its *test* score reported. A setting is every option that changes the prompt
+  or the scoring (:class:`~.arms.Arm`: shots, the examples' source and seed, the rewriting label,
+  the qualified rule, absent codes), so a test arm is matched to its own validation arm only.
+  Without validation runs nothing is chosen: the paper's own setting (its number of examples, its
+  own examples over drawn ones, its prompt; fixed before any result) is used, whatever order the
+  arms were read in, and the report says so. A test score never decides which arm is shown.
 * **Rows are compared on the same items, paired.** Arms may cover different items (``--limit``,
   failed calls, baselines that answer the whole test split); a comparison keeps only the items every
   compared arm answered, says how many (``n``) and how many it dropped, and gives each side's mean
@@ -73,10 +76,18 @@ class Choice:
         }
 
 
-def _paper_setting(task: TaskName, candidates: Sequence[Arm]) -> Arm:
-    paper = [a for a in candidates if a.paper_examples or a.shots == TASK_TABLE[task].paper_shots]
-    zero = [a for a in candidates if a.shots == 0]
-    return (paper or zero or sorted(candidates, key=lambda a: (a.shots, a.setting)))[0]
+def _paper_rank(arm: Arm) -> tuple[int, bool, int, int, int, str]:
+    """How close an arm is to the paper's own setting, lowest first: its number of examples (or its
+    own examples), else zero-shot, else the fewest examples; then the paper's own examples over
+    drawn ones; then the fewest departures from its prompt and rule; then a fixed order (shots,
+    seed, name), so the pick never depends on the order the arms were read in."""
+    paper_shots = TASK_TABLE[arm.task].paper_shots
+    place = 0 if arm.paper_examples or arm.shots == paper_shots else 1 if arm.shots == 0 else 2
+    return (place, not arm.paper_examples, len(arm.departures), arm.shots, arm.shot_seed, arm.setting)
+
+
+def _paper_setting(candidates: Sequence[Arm]) -> Arm:
+    return min(candidates, key=_paper_rank)
 
 
 def choose(candidates: Sequence[Arm], validation: Sequence[Arm]) -> Choice:
@@ -90,9 +101,9 @@ def choose(candidates: Sequence[Arm], validation: Sequence[Arm]) -> Choice:
         if match:
             scores[arm.setting] = _mean(list(per_item(match[0]).values()))
     if len(scores) == len(candidates):
-        best = max(candidates, key=lambda a: (scores[a.setting], -a.shots))
+        best = min(candidates, key=lambda a: (-scores[a.setting], a.shots, _paper_rank(a)))
         return Choice(best, "best validation score", scores)
-    picked = _paper_setting(first.task, candidates)
+    picked = _paper_setting(candidates)
     missing = len(candidates) - len(scores)
     how = f"the paper's setting, fixed in advance ({missing} of {len(candidates)} without a validation run)"
     return Choice(picked, how, scores)
@@ -172,7 +183,9 @@ def family_comparison(arms: Sequence[Arm], s: Settings) -> JSON:
 
 def zero_vs_few(arms: Sequence[Arm], s: Settings) -> list[JSON]:
     """Per prompted model and task: zero-shot against its few-shot setting (chosen on validation
-    among the few-shot ones, else the paper's), on the same test items, paired."""
+    among the few-shot ones, else the paper's), on the same test items, paired. The zero-shot arm
+    is the one with the few-shot arm's other options (the same rewriting label, qualified rule,
+    absent codes), so only the examples differ; else the one closest to the paper's."""
     tests: dict[tuple[str, TaskName], list[Arm]] = defaultdict(list)
     vals: dict[tuple[str, TaskName], list[Arm]] = defaultdict(list)
     for a in arms:
@@ -185,13 +198,16 @@ def zero_vs_few(arms: Sequence[Arm], s: Settings) -> list[JSON]:
         if not zero or not few:
             continue
         pick = choose(few, [v for v in vals.get((model, task), []) if v.shots > 0])
-        compared = paired({"few-shot": per_item(pick.arm), "zero-shot": per_item(zero[0])}, s)
+        like = [a for a in zero if a.departures == pick.arm.departures]
+        base = _paper_setting(like or zero)
+        compared = paired({"few-shot": per_item(pick.arm), "zero-shot": per_item(base)}, s)
         rows.append(
             {
                 "model": model,
                 "task": task,
                 "metric": TASK_TABLE[task].item_metric,
                 "few_shot": pick.describe(),
+                "zero_shot": {"setting": base.setting},
                 **compared,
             }
         )

@@ -65,7 +65,7 @@ def _curve(task: TaskName, curves: JSON) -> Block | None:
 
 def _setting_order(setting: str) -> tuple[int, str]:
     head = setting.split("-")[0]
-    return (0 if setting == "zero-shot" else int(head) if head.isdigit() else 99, setting)
+    return (0 if setting.startswith("zero-shot") else int(head) if head.isdigit() else 99, setting)
 
 
 def _domains(task: TaskName, arms: Sequence[JSON]) -> Block | None:
@@ -130,13 +130,15 @@ def _deltas(task_arms: Sequence[JSON]) -> Block | None:
             continue
         am, ab, c = d["delta_acc_am"], d["delta_acc_ab"], d["classifiers"]
         used = f"{c['ambiguity']['kind']} / {c['abnormality']['kind']}"
+        total = d.get("rewrites", len(a.get("records", [])) or "?")
         rows.append(
             [
                 a["model"],
                 a["setting"],
                 ci_cell({"value": am["delta"], "ci": am["ci"]}),
                 ci_cell({"value": ab["delta"], "ci": ab["ci"]}),
-                f"{d.get('rewrites_failed', '?')} of {d.get('rewrites', len(a.get('records', [])) or '?')}",
+                f"{d.get('rewrites_failed', '?')} of {total}",
+                f"{d.get('rewrites_without_content', '?')} of {total}",
                 used,
             ]
         )
@@ -148,9 +150,17 @@ def _deltas(task_arms: Sequence[JSON]) -> Block | None:
         "ΔAcc_am (higher is better)",
         "ΔAcc_ab (lower is better)",
         "rewrites failed (measured as the original)",
+        "rewrites without content (measured as the original)",
         "classifiers",
     ]
-    return Table(header, rows)
+    note = Paragraph(
+        "ΔAcc_am and ΔAcc_ab are read together: a rewrite that drops the finding stops reading as "
+        "ambiguous (ΔAcc_am up) by distorting it (ΔAcc_ab up). A rewrite without clinical content "
+        "(punctuation only, the label alone, fewer than three words, none of the sentence's finding "
+        "words) is measured as the original sentence, as a failed call is, and counted apart.",
+        "note",
+    )
+    return Section("Rewrites measured by trained classifiers", [note, Table(header, rows)])
 
 
 def _classifier_note(task_arms: Sequence[JSON]) -> Block | None:
@@ -231,6 +241,7 @@ def _zero_few(result: JSON) -> Block | None:
             str(r["n"]),
             ci_cell(r["sides"]["zero-shot"]),
             ci_cell(r["sides"]["few-shot"]),
+            (r.get("zero_shot") or {}).get("setting", "zero-shot"),
             f"{r['few_shot']['setting']} ({r['few_shot']['chosen_by']})",
             _pm(r["difference"]),
         ]
@@ -245,6 +256,7 @@ def _zero_few(result: JSON) -> Block | None:
         "n (same test items)",
         "zero-shot [95% CI]",
         "few-shot [95% CI]",
+        "zero-shot setting",
         "few-shot setting (how chosen)",
         "few minus zero [95% CI]",
     ]

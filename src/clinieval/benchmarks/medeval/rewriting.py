@@ -13,6 +13,12 @@ sentence: it neither disambiguates nor distorts, and adds 0 to both deltas. (Cla
 empty string, as an earlier version did, let a TF-IDF model answer with its intercept, the majority
 class "unambiguous", so every failure counted as a successful disambiguation.) How many rewrites
 failed is reported beside the deltas as ``rewrites_failed``.
+
+So is a rewrite without clinical content (:mod:`.rewrite_content`: punctuation only, the label
+alone, fewer than three words, none of the sentence's finding words): answering "." earned the
+best ΔAcc_am there is (the ambiguity classifier calls it unambiguous) while saying nothing. It is
+measured as the original too, and counted apart as ``rewrites_without_content`` (the call
+succeeded; the answer was empty of findings).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from clinieval.benchmarks.medeval.baselines.classifiers import Classifier, load_classifier
+from clinieval.benchmarks.medeval.rewrite_content import without_content
 from clinieval.errors import UserError
 from clinieval.sample_record import SampleRecord
 
@@ -80,7 +87,8 @@ def classifier_deltas(
     ab, ab_card = _load(abnormality, "abnormality")
     originals = [str(r.sample.metadata.get("sentence") or "") for r in records]
     answers = [r.output.text.strip() if r.output is not None and r.output.ok else "" for r in records]
-    rewrites = [a or o for a, o in zip(answers, originals, strict=True)]
+    hollow = [bool(a) and without_content(a, o) is not None for a, o in zip(answers, originals, strict=True)]
+    rewrites = [a if a and not h else o for a, h, o in zip(answers, hollow, originals, strict=True)]
     failed = sum(1 for a in answers if not a)
     normal = ["abnormal" if r.sample.metadata.get("abnormal") else "normal" for r in records]
     ambiguous = ["ambiguous"] * len(records)
@@ -93,6 +101,7 @@ def classifier_deltas(
         ),
         "rewrites": len(records),
         "rewrites_failed": failed,
+        "rewrites_without_content": sum(hollow),
         "classifiers": {
             "ambiguity": _card_summary(ambiguity, am_card),
             "abnormality": _card_summary(abnormality, ab_card),

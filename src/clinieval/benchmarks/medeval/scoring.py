@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 from clinieval.benchmarks.medeval.parsing import QualifiedRule, read_codes, read_label
+from clinieval.benchmarks.medeval.rewrite_content import without_content
 from clinieval.sample_record import SampleRecord
 from clinieval.scoring.scorers import AnswerScorer
 from clinieval.types import Score
@@ -95,14 +96,23 @@ class CodeAccuracy:
 @dataclass(frozen=True, slots=True)
 class TextOverlap:
     """An NLG answer against its reference (the impression, or the clinician's rewrite) with one
-    text metric; an empty answer is unqualified."""
+    text metric; an empty answer is unqualified. With ``content`` (rewriting), so is a rewrite
+    without clinical content (:mod:`.rewrite_content`: punctuation, the label alone, under three
+    words, none of the sentence's finding words), which scores 0: it restated nothing."""
 
     metric: str
+    content: bool = False
 
     def __call__(self, text: str, record: SampleRecord) -> Score:
         from clinieval.scoring.text.registry import text_metric
 
         answer = text.strip()
         reference = str(record.sample.target)
-        value = text_metric(self.metric).sentence([answer], [reference])[0] if answer else 0.0
-        return Score(value=value, metadata={"qualified": bool(answer), "metric": self.metric})
+        why = "empty" if not answer else None
+        if why is None and self.content:
+            why = without_content(answer, str(record.sample.metadata.get("sentence") or ""))
+        value = text_metric(self.metric).sentence([answer], [reference])[0] if why is None else 0.0
+        meta = {"qualified": why is None, "metric": self.metric}
+        if why is not None and answer:
+            meta["without_content"] = why
+        return Score(value=value, explanation=None if why is None else f"unqualified: {why}", metadata=meta)

@@ -168,8 +168,9 @@ def settings_for(
 
 def arm_name(settings: MedEvalSettings, task: TaskName) -> str:
     """An arm's folder in the cell, named as ``medeval run`` names its variants."""
-    label = "paper" if settings.paper_examples else f"{settings.shots}shot"
-    return f"{task}-{label}" + ("" if settings.split == "test" else f"-{settings.split}")
+    from clinieval.benchmarks.medeval.task import arm_label
+
+    return arm_label(task, settings)
 
 
 def _asked(

@@ -55,6 +55,27 @@ class MedEvalSettings(ArmSettings):
     rewrite prompt the paper shows does); False gives Appendix C.3's label-free template line."""
 
 
+def arm_label(task: TaskName, settings: MedEvalSettings) -> str:
+    """An arm's folder name: the task, its examples (``paper``, ``3shot``), then each setting that
+    departs from the defaults and changes the prompt or the scoring (``seed4`` for examples drawn
+    with another seed, ``nolabel``, ``strict``, ``absent-negative``), then a split other than test.
+    Default arms keep the names they always had (so their runs resume); two arms that differ get
+    two folders instead of one refusing the other as "a different run"."""
+    parts = [task, "paper" if settings.paper_examples else f"{settings.shots}shot"]
+    if settings.shots and not settings.paper_examples and settings.seed != 0:
+        parts.append(f"seed{settings.seed}")
+    params = TASK_TABLE[task].params(settings)
+    if params.get("rewrite_label") is False:
+        parts.append("nolabel")
+    if params.get("qualified_rule") not in (None, "paper"):
+        parts.append(str(params["qualified_rule"]))
+    if params.get("absent_as") not in (None, "unknown"):
+        parts.append(f"absent-{params['absent_as']}")
+    if settings.split != "test":
+        parts.append(settings.split)
+    return "-".join(parts)
+
+
 def eligible(task: TaskName, item: Item) -> bool:
     """Whether an item has what ``task`` needs (a label, a rewrite, chest codes, both sections)."""
     return TASK_TABLE[task].eligible(item)

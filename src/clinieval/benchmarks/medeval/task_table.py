@@ -272,7 +272,7 @@ AMBIGUITY = _label_task(
 REWRITING = SentenceTask(
     name="rewriting",
     title="Disambiguation rewriting (sentence NLG)",
-    answers=TextAnswers("bleu"),
+    answers=TextAnswers("bleu", content=True),
     paper_shots=3,
     paper_examples=paper.REWRITING_EXAMPLES,
     main_metric="bleu4",

@@ -10,6 +10,7 @@ first sentence.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -168,10 +169,13 @@ def write_baseline_arm(
     identity: JSON,
     out: Path,
     split: Split = "test",
+    settings: MedEvalSettings | None = None,
 ) -> Path:
     """A run folder whose records hold ``answers`` (sample id -> text) for the ``split`` items,
-    scored as an LLM's would be."""
-    built = medeval_task(task, items, MedEvalSettings(split=split))
+    scored as an LLM's would be; ``settings`` (default: zero-shot, the paper's prompt) are the
+    arm's prompt settings, recorded as a ``medeval run`` records them (their split is ``split``)."""
+    chosen = dataclasses.replace(settings or MedEvalSettings(), split=split)
+    built = medeval_task(task, items, chosen)
     samples = built.load()
     run_spec: dict[str, Any] = {
         "task": built.spec(),
