@@ -186,10 +186,15 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
 
     # a clinical margin changes the report only: the rerun asks nothing, the pairs get their calls
     path.write_text(text + "margin = 0.05\n", encoding="utf-8")
+    first = _manifest(out)["cells"]["pubmedqa/d"]
+    assert first["attempts"] == 1 and first["wall_s"] > 0
     with Failing() as failing:
         before = len(server.log.received)
         assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
         assert len(server.log.received) == before
+    # d's failed items were asked again: its wall time adds this attempt's to the first's
+    retried = _manifest(out)["cells"]["pubmedqa/d"]
+    assert retried["attempts"] == 2 and retried["wall_s"] > first["wall_s"]
     assert run_cli("suite", "report", str(out)).returncode == 0
     board = json.loads((report / "leaderboard.json").read_text(encoding="utf-8"))
     (bench,) = board["benchmarks"]

@@ -118,7 +118,7 @@ def run_suite(
     manifest.record(planned.suite, planned.prepared, hashes)
     for c in again:
         shutil.rmtree(c.cell.out, ignore_errors=True)
-        manifest.set_cell(c.key, status="pending", failed_items=0)
+        manifest.set_cell(c.key, status="pending", failed_items=0, wall_s=0.0, attempts=0)
     for c in planned.cells:
         manifest.cells().setdefault(c.key, {"status": "pending"}).update(
             benchmark=c.entry.name,
@@ -166,7 +166,8 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
     manifest.set_cell(
         c.key,
         status="complete",
-        wall_s=round(seconds, 3),
+        wall_s=_wall(manifest, c.key, seconds),
+        attempts=int(manifest.cells().get(c.key, {}).get("attempts", 0)) + 1,
         failed_items=failed_items,
         **{ECHO_KEY: echo.to_dict()},
     )
@@ -176,8 +177,19 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
 
 def _failed(c: PlannedCell, manifest: SuiteManifest, error: str, start: float) -> CellOutcome:
     seconds = time.perf_counter() - start
-    manifest.set_cell(c.key, status="failed", wall_s=round(seconds, 3), error=error)
+    attempts = int(manifest.cells().get(c.key, {}).get("attempts", 0)) + 1
+    wall = _wall(manifest, c.key, seconds)
+    manifest.set_cell(c.key, status="failed", wall_s=wall, attempts=attempts, error=error)
     return CellOutcome(c.label, "failed", seconds, error)
+
+
+def _wall(manifest: SuiteManifest, key: str, seconds: float) -> float:
+    """The cell's wall time over every attempt that worked on its results: a rerun that retries a
+    few failed items (or finds nothing to ask) adds its seconds to the first run's, rather than
+    replacing the time the answers took with its own. A cell started afresh (changed settings,
+    ``--overwrite``) starts from 0 (:func:`run_suite` resets it)."""
+    before = manifest.cells().get(key, {}).get("wall_s")
+    return round((float(before) if isinstance(before, int | float) else 0.0) + seconds, 3)
 
 
 def summary_lines(outcome: SuiteOutcome, out: Path) -> list[str]:
