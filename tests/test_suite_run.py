@@ -200,7 +200,17 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     (bench,) = board["benchmarks"]
     assert bench["margin"] == 0.05 and bench["pairs"]
     assert all(p["margin_call"] in {"equivalent", "a better", "b better", "neither"} for p in bench["pairs"])
-    assert "Margin ±0.050" in (report / "leaderboard.html").read_text(encoding="utf-8")
+    page = (report / "leaderboard.html").read_text(encoding="utf-8")
+    assert "Margin ±0.050" in page
+    # provenance on the page, not only in suite.json: code, data hashes, each model's fingerprint
+    made = {p["what"]: p["value"] for p in board["provenance"]}
+    ori = hashlib.sha256((tmp_path / "pqa" / "ori_pqal.json").read_bytes()).hexdigest()
+    assert {"what": "pubmedqa data", "value": f"ori_pqal.json: sha256 {ori}"} in board["provenance"]
+    assert ori in page
+    assert made["clinieval"].startswith(_manifest(out)["code"]["clinieval"])
+    assert set(made) >= {"model a", "model b", "model c", "model d", "suite file"}
+    assert made["model c"] == "no fingerprint recorded"  # its server never answered
+    assert made["model a"] != "no fingerprint recorded" and made["model a"] in page
 
     # a suite where nothing finished has nothing to rank: one line, exit 2
     only_dead = _suite(

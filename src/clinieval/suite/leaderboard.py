@@ -55,9 +55,15 @@ def _checked(name: str, links: BenchmarkLinks | None) -> dict[str, str | None]:
 
 
 def leaderboard_json(
-    board: Leaderboard, links: Mapping[str, BenchmarkLinks], *, title: str, notes: Sequence[str] = ()
+    board: Leaderboard,
+    links: Mapping[str, BenchmarkLinks],
+    *,
+    title: str,
+    notes: Sequence[str] = (),
+    provenance: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
-    """What ``leaderboard.json`` holds: the board's numbers, the title, the notes and the links."""
+    """What ``leaderboard.json`` holds: the board's numbers, the title, the notes, the links and
+    the provenance (what produced the numbers: code, data hashes, model fingerprints)."""
     names = [b.name for b in board.benchmarks]
     unknown = sorted(set(links) - set(names))
     if unknown:
@@ -67,6 +73,7 @@ def leaderboard_json(
         "notes": list(notes),
         **board.to_json(),
         "links": {n: _checked(n, links.get(n)) for n in names},
+        "provenance": [{"what": what, "value": value} for what, value in provenance],
     }
 
 
@@ -77,12 +84,13 @@ def write_leaderboard(
     *,
     title: str,
     notes: Sequence[str] = (),
+    provenance: Sequence[tuple[str, str]] = (),
 ) -> list[Path]:
     """Write ``out/leaderboard.json``, ``.md`` and ``.html`` (each atomically); their paths in that order.
 
     Both renderings are built before anything is written, so a bad link or name leaves ``out`` as
     it was."""
-    data = leaderboard_json(board, links, title=title, notes=notes)
+    data = leaderboard_json(board, links, title=title, notes=notes, provenance=provenance)
     doc = page(data, data["links"], title, notes)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -316,4 +316,7 @@ def page(
     )
     blocks: list[Block] = [intro, _overall(board)]
     blocks += [_benchmark(b, links.get(b["name"], {}), board) for b in benches]
+    if board.get("provenance"):
+        rows: list[list[Cell]] = [[p["what"], p["value"]] for p in board["provenance"]]
+        blocks.append(Section("Provenance", [Table(["What", "Value"], rows)], "provenance"))
     return Document(title, blocks, warnings=list(notes))

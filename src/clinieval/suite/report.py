@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clinieval.errors import UserError
 from clinieval.suite.manifest import SuiteManifest
@@ -71,8 +71,56 @@ def write_suite_report(
         raise UserError(f"{manifest.out}: {why}, so nothing to rank; run `clinieval suite run` first")
     board = build_leaderboard(scores, seed=planned.suite.seed)
     all_notes = (*notes, *left_out)
-    files = write_leaderboard(board, links, out, title=planned.suite.title, notes=all_notes)
+    made_by = provenance(planned, manifest)
+    title = planned.suite.title
+    files = write_leaderboard(board, links, out, title=title, notes=all_notes, provenance=made_by)
     return SuiteReport(tuple(files), tuple(all_notes), len(scores))
+
+
+def provenance(planned: SuitePlan, manifest: SuiteManifest) -> list[tuple[str, str]]:
+    """What produced the numbers, for the page (suite.json holds the same and more): the code, each
+    data file's SHA-256 and each model's fingerprint as its cells' runs recorded it."""
+    code = manifest.data.get("code", {})
+    rows = [("clinieval", f"{code.get('clinieval', '?')}, commit {code.get('git_commit') or 'unknown'}")]
+    rows.append(("suite file", f"sha256 {manifest.data.get('suite', {}).get('sha256', '?')}"))
+    for name, bench in sorted(manifest.data.get("benchmarks", {}).items()):
+        for file, digest in sorted(bench.get("data", {}).items()):
+            rows.append((f"{name} data", f"{Path(file).name}: sha256 {digest}"))
+    for model in planned.suite.models:
+        found = sorted({_fingerprint_text(fp) for fp in _fingerprints(planned, model.name)})
+        rows.append((f"model {model.name}", "; ".join(found) if found else "no fingerprint recorded"))
+    return rows
+
+
+def _fingerprints(planned: SuitePlan, model: str) -> list[dict[str, Any]]:
+    """The model fingerprints recorded by the runs in ``model``'s cells (their manifest.json)."""
+    import json
+
+    out = []
+    for c in planned.cells:
+        if c.cell.model.name != model or not c.cell.out.exists():
+            continue
+        for path in sorted(c.cell.out.rglob("manifest.json")):
+            try:
+                fp = json.loads(path.read_text(encoding="utf-8")).get("model_fingerprint")
+            except (OSError, ValueError):
+                continue
+            if isinstance(fp, dict):
+                out.append(fp)
+    return out
+
+
+def _fingerprint_text(fp: Mapping[str, Any]) -> str:
+    """A fingerprint in a few words: the weights file's digest, or what the server reported."""
+    if not fp.get("taken", True):
+        return f"not taken ({fp.get('why', 'no reason given')})"
+    file = fp.get("file") or {}
+    if file:
+        return f"file {file.get('name')} sha256 {str(file.get('digest', '?'))[:16]}"
+    reported = fp.get("reported") or {}
+    if reported:
+        return "server reported " + ", ".join(f"{k} {v}" for k, v in sorted(reported.items()))[:200]
+    return f"decided by {fp.get('decides', 'nothing')}"
 
 
 def echo_notes(cells: Sequence[PlannedCell], manifest: SuiteManifest) -> list[str]:
