@@ -561,6 +561,44 @@ def test_every_admin_action_and_save_is_audited_and_exported(tmp_path: Path) -> 
     engine.dispose()
 
 
+def test_every_sign_in_attempt_is_audited_for_good_and_never_its_password(
+    engine: Engine, db: Path, tmp_path: Path
+) -> None:
+    from clinieval.review.db import LoginFailure
+    from clinieval.review.sessions import ThrottlePolicy
+
+    wrong = "Wrong-Pw-7f3e91"  # a password string that must appear nowhere
+    c = client(engine, address="10.4.4.4", throttle=ThrottlePolicy(per_user=3))
+    for _ in range(3):
+        assert try_login(c, "Ann ", wrong).status_code == 401
+    assert try_login(c, "ann", wrong).status_code == 429
+    assert try_login(c, "nobody-here", wrong).status_code == 401  # an unknown name, audited the same
+    assert try_login(client(engine, address="10.5.5.5"), "bob", PASSWORDS["bob"]).status_code == 303
+    with write_session(engine) as s:  # the throttle's rows age out; the audit's do not
+        s.execute(delete(LoginFailure))
+
+    out = tmp_path / "audit.jsonl"
+    assert invoke("audit", "--db", str(db), "--out", str(out)).exit_code == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    attempts = [(r["action"], r["actor"], r["detail"]) for r in rows if r["action"].startswith("login")]
+    failed = {"address": "10.4.4.4", "outcome": "wrong name or password"}
+    assert attempts == [
+        *[("login-failed", "Ann", failed)] * 3,
+        ("login-throttled", "ann", {"address": "10.4.4.4", "outcome": "throttled"}),
+        ("login-failed", "nobody-here", failed),
+        ("login", "bob", {"address": "10.5.5.5", "outcome": "signed in"}),
+    ]
+    csv_out = tmp_path / "audit.csv"
+    assert invoke("audit", "--db", str(db), "--out", str(csv_out)).exit_code == 0
+    engine.dispose()
+    with sqlite3.connect(db) as raw:  # fold the write-ahead log into the file before reading it
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    stored = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+    for where in (stored, out.read_bytes(), csv_out.read_bytes()):
+        assert wrong.encode() not in where
+    assert b"nobody-here" in stored  # the name typed is there: the check above reads the right file
+
+
 # --- 6. the commands ----------------------------------------------------------------------------------------
 
 
@@ -662,5 +700,7 @@ def test_sessions_throttling_and_audit_on_postgres(
         conn.execute(text("DELETE FROM users"))
     actions = [r["action"] for r in audit_rows(engine)]
     assert actions[:2] == ["user-add", "user-add"]
-    assert {"login", "logout", "password-reset", "user-remove"} <= set(actions)
+    assert {"login", "login-failed", "login-throttled", "logout", "password-reset", "user-remove"} <= set(
+        actions
+    )
     engine.dispose()
