@@ -599,6 +599,55 @@ def test_every_sign_in_attempt_is_audited_for_good_and_never_its_password(
     assert b"nobody-here" in stored  # the name typed is there: the check above reads the right file
 
 
+def test_import_masks_model_names_in_answer_text_and_the_admin_sees_what(tmp_path: Path) -> None:
+    from clinieval.review.blinding import masker, name_variants
+
+    assert {"Llama-3-70B", "Llama-3-70B-Instruct"} <= name_variants("meta-llama/Llama-3-70B-Instruct")
+    hide = masker(["gpt"])
+    assert hide("GPT said; gptq did not") == "[model hidden] said; gptq did not"  # word-bounded
+
+    db = str(tmp_path / "mask.sqlite")
+    assert invoke("init", "--db", db).exit_code == 0
+    for name, role in (("boss", "admin"), ("ann", "reviewer"), ("bob", "reviewer")):
+        assert invoke("user", "add", name, "--role", role, "--db", db, input=f"{name}-secret-1\n").exit_code == 0
+    texts = {
+        "a1": "I am llama 3 70b, trained by Meta. The INR is high.",  # served name, other separators
+        "a2": "As Qwen2-7B-Instruct I would stop warfarin. Ask Dr Orion.",  # after the last /, any case
+        "a3": "Hold the dose.",
+    }
+    sources = {"a1": "openai:http://gpu1:8000/v1@llama-3-70b", "a2": "hf:Qwen/qwen2-7b-instruct", "a3": "m3"}
+    item = {"item": "q1", "prompt": "What now?", "context": "INR 5.2",
+            "answers": [{"id": k, "source": sources[k], "text": v} for k, v in texts.items()]}  # fmt: skip
+    items_file = tmp_path / "items.jsonl"
+    items_file.write_text(json.dumps(item) + "\n")
+    args = ("import", str(items_file), "--study", "med", "--kind", "rank", "--db", db, "--mask", r"Dr \w+")
+    done = invoke(*args)
+    assert done.exit_code == 0, done.output
+    assert "masked 3 mention(s) of model names in 2 answer(s)" in done.output
+    again = invoke(*args)  # the same file again: the masked item is the one already there
+    assert again.exit_code == 0 and "0 item(s) added, 1 already there" in again.output, again.output
+    assert invoke("assign", "--study", "med", "--per-item", "2", "--db", db).exit_code == 0
+
+    engine = store.connect(db)
+    c = client(engine)
+    assert try_login(c, "ann", "ann-secret-1").status_code == 303
+    [entry] = reviewing.reviewer_queue(engine, uid(engine, "ann"))
+    page = c.get(f"/a/{entry.id}").text
+    for leaked in ("llama", "Llama", "Qwen", "qwen", "Orion"):
+        assert leaked not in page, leaked
+    assert "I am [model hidden], trained by Meta." in page and "As [model hidden] I would" in page
+    assert "Ask [model hidden]." in page and "Hold the dose." in page
+
+    admin = client(engine)
+    assert try_login(admin, "boss", "boss-secret-1").status_code == 303
+    study = admin.get("/admin/studies/med").text
+    assert "Import masked 3 mentions" in study and "in 2 answers" in study
+    assert 'data-item="q1"><td>q1</td><td>3</td>' in study
+    assert "<code>Dr \\w+</code>" in study
+    assert "llama" not in study.lower() and "qwen" not in study.lower()
+    engine.dispose()
+
+
 # --- 6. the commands ----------------------------------------------------------------------------------------
 
 

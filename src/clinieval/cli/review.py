@@ -195,6 +195,13 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
             str | None,
             typer.Option("--from", help="the source that reads SOURCE (default: the one that recognises it)"),
         ] = None,
+        mask: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--mask",
+                help="also mask this regular expression in answer texts (repeatable; model names always are)",
+            ),
+        ] = None,
     ) -> None:
         from clinieval.review.importing import import_items
         from clinieval.review.sources import pick_source, study_kind
@@ -212,13 +219,18 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
         new = existing is None
         if settings is None and chosen.default_config is not None and new:
             settings = dict(chosen.default_config)
-        counts = import_items(engine, study, the_kind, settings, converted.items)
+        counts = import_items(engine, study, the_kind, settings, converted.items, tuple(mask or ()))
         if chosen.kind is not None:
             typer.echo(f"read as {chosen.name}: {len(converted.items)} {the_kind} item(s)")
         for note in converted.notes:
             typer.echo(f"note: {note}", err=True)
         made = "created" if counts.study_created else "updated"
         typer.echo(f"study {study} {made}: {counts.added} item(s) added, {counts.unchanged} already there")
+        if counts.masked_mentions:
+            typer.echo(
+                f"masked {counts.masked_mentions} mention(s) of model names in {counts.masked_answers}"
+                " answer(s): reviewers see [model hidden] there (the study page lists the items)"
+            )
 
     doc = "Import items into a study (created on first import); an existing item must be unchanged."
     if len(known) > 1:
