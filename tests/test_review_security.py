@@ -475,6 +475,126 @@ def test_serve_with_allow_remote_sets_the_secure_flag(db: Path, tmp_path: Path) 
         log.close()
 
 
+def test_a_secure_cookie_over_plain_http_says_sign_in_needs_https(engine: Engine) -> None:
+    remote = client(engine, secure_cookies=True, address="10.2.3.4")
+    form = remote.get("/login")
+    assert "secure" in form.headers["set-cookie"].lower()
+    remote.cookies.clear()  # what a browser does with a Secure cookie sent over plain HTTP
+    refused = remote.post(
+        "/login", data={"name": "ann", "password": PASSWORDS["ann"], "csrf_token": token(form.text)}
+    )
+    assert refused.status_code == 403
+    assert "this page was opened over plain HTTP; sign-in needs HTTPS" in refused.text
+    assert "--trusted-proxy" in refused.text
+    stale = client(engine, address="10.2.3.4")  # without the Secure cause, the usual message
+    assert "security token is missing" in stale.post("/login", data={"name": "ann", "csrf_token": "x"}).text
+
+
+def nginx_tls_front(folder: Path, upstream_port: int) -> tuple[Any, int, Path]:
+    """Debian's nginx terminating TLS on 127.0.0.1 in front of the app, setting the forwarded
+    headers the way a hospital's proxy does."""
+    from tests.conftest import missing
+    from tests.real_servers import NGINX, Nginx, make_certs
+
+    if not NGINX.is_file() or shutil.which("openssl") is None:
+        missing(f"{NGINX} or openssl is missing: install Debian's nginx and openssl (`make install`)")
+    certs = make_certs(folder / "certs")
+    port = free_port()
+    temp = " ".join(
+        f"{n}_temp_path {folder}/{n};" for n in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    conf = f"""daemon off;
+master_process off;
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  {temp}
+  access_log off;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {certs.cert}; ssl_certificate_key {certs.key};
+    location / {{
+      proxy_pass http://127.0.0.1:{upstream_port};
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }}
+  }}
+}}
+"""
+    return Nginx(folder, conf).start(ready=[("127.0.0.1", port)]), port, certs.ca
+
+
+def test_behind_a_real_tls_proxy_the_cookie_is_secure_and_the_throttle_sees_each_client(
+    db: Path, tmp_path: Path
+) -> None:
+    from clinieval.review.audit import audit_rows
+
+    app_port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    code = "from clinieval.cli.review import review_app; review_app()"
+    args = ["serve", "--db", str(db), "--port", str(app_port), "--trusted-proxy", "127.0.0.1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    nginx = None
+    try:
+        wait_http(f"http://127.0.0.1:{app_port}/login", timeout=60, proc=proc)
+        nginx, port, ca = nginx_tls_front(tmp_path / "nginx", app_port)
+
+        def browser(source: str, *, direct: bool = False) -> httpx.Client:
+            """A client on its own loopback address (127.0.0.x), through nginx or straight to the app."""
+            import ssl
+
+            trust = ssl.create_default_context(cafile=str(ca))
+            transport = httpx.HTTPTransport(local_address=source, verify=trust)
+            base = f"http://127.0.0.1:{app_port}" if direct else f"https://127.0.0.1:{port}"
+            return httpx.Client(transport=transport, base_url=base, timeout=30)
+
+        def attempt(c: httpx.Client, name: str, password: str, **headers: str) -> httpx.Response:
+            form = c.get("/login", headers=headers)
+            data = {"name": name, "password": password, "csrf_token": token(form.text)}
+            return c.post("/login", data=data, headers=headers, follow_redirects=False)
+
+        ann = browser("127.0.0.2")
+        page = ann.get("/login")
+        flags = {f.strip().lower() for f in page.headers["set-cookie"].split(";")}
+        assert {"secure", "httponly", "samesite=strict"} <= flags  # the browser is on HTTPS
+        assert attempt(ann, "ann", PASSWORDS["ann"]).status_code == 303
+
+        # a password sprayer behind the proxy, forging X-Forwarded-For: throttled by its own address
+        spray = browser("127.0.0.3")
+        for i in range(20):
+            assert attempt(spray, f"guess-{i}", "pw-1", **{"X-Forwarded-For": "10.6.6.6"}).status_code == 401
+        assert attempt(spray, "bob", PASSWORDS["bob"]).status_code == 429
+        assert attempt(browser("127.0.0.4"), "bob", PASSWORDS["bob"]).status_code == 303  # others are not
+
+        # straight to the app, not through the trusted proxy: the forwarded headers are ignored
+        forged = {"X-Forwarded-For": "10.9.9.9", "X-Forwarded-Proto": "https"}
+        direct = browser("127.0.0.5", direct=True)
+        assert "secure" not in direct.get("/login", headers=forged).headers["set-cookie"].lower()
+        assert attempt(direct, "cat", "pw-2", **forged).status_code == 401
+
+        engine = store.connect(db)
+        seen = {(r["action"], (r["detail"] or {}).get("address")) for r in audit_rows(engine)}
+        engine.dispose()
+        assert {
+            ("login", "127.0.0.2"),
+            ("login-failed", "127.0.0.3"),
+            ("login-throttled", "127.0.0.3"),
+        } <= seen
+        assert {("login", "127.0.0.4"), ("login-failed", "127.0.0.5")} <= seen
+        assert not [a for _, a in seen if a in ("10.6.6.6", "10.9.9.9", "127.0.0.1")]
+    finally:
+        if nginx is not None:
+            nginx.stop()
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        log.close()
+
+
 # --- 5. the audit trail -----------------------------------------------------------------------------------
 
 
@@ -609,7 +729,8 @@ def test_import_masks_model_names_in_answer_text_and_the_admin_sees_what(tmp_pat
     db = str(tmp_path / "mask.sqlite")
     assert invoke("init", "--db", db).exit_code == 0
     for name, role in (("boss", "admin"), ("ann", "reviewer"), ("bob", "reviewer")):
-        assert invoke("user", "add", name, "--role", role, "--db", db, input=f"{name}-secret-1\n").exit_code == 0
+        added = invoke("user", "add", name, "--role", role, "--db", db, input=f"{name}-secret-1\n")
+        assert added.exit_code == 0
     texts = {
         "a1": "I am llama 3 70b, trained by Meta. The INR is high.",  # served name, other separators
         "a2": "As Qwen2-7B-Instruct I would stop warfarin. Ask Dr Orion.",  # after the last /, any case

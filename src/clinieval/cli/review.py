@@ -298,6 +298,13 @@ def serve(
     session_hours: Annotated[
         int, typer.Option(min=1, help="a session ends this many hours after sign-in, however active")
     ] = 12,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="the HTTPS proxy's address: its X-Forwarded-Proto/-For are believed, no one else's"
+            " (repeatable)"
+        ),
+    ] = None,
 ) -> None:
     """Run the review web app until Ctrl-C."""
     import datetime as dt
@@ -306,14 +313,16 @@ def serve(
     from clinieval.review.app import serve as run_server
     from clinieval.review.sessions import SessionPolicy
     from clinieval.review.store import connect
+    from clinieval.review.web.security import proxy_addresses
 
     check_host(host, allow_remote)
+    proxies = proxy_addresses(tuple(trusted_proxy or ()))
     policy = SessionPolicy(
         idle=dt.timedelta(minutes=idle_minutes), absolute=dt.timedelta(hours=session_hours)
     )
     engine = connect(db)
     typer.echo(f"review app on http://{host}:{port}/ (Ctrl-C stops it)")
-    run_server(engine, host, port, allow_remote=allow_remote, session_policy=policy)
+    run_server(engine, host, port, allow_remote=allow_remote, session_policy=policy, trusted_proxies=proxies)
 
 
 def export(
