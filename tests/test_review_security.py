@@ -234,6 +234,28 @@ def test_sessions_end_after_idle_and_absolute_limits(engine: Engine) -> None:
     assert "Max-Age=3600" in set_cookie  # the browser's copy lasts no longer than the server's
 
 
+def test_a_keepalive_while_editing_renews_the_idle_timer_but_not_the_absolute_limit(engine: Engine) -> None:
+    from clinieval.review.db import LoginSession
+
+    c = client(engine)
+    csrf = login(c, "ann")
+    [entry, *_] = reviewing.reviewer_queue(engine, uid(engine, "ann"))
+    header = c.get(f"/a/{entry.id}").text
+    assert 'data-status="pending">Not started</span>' in header  # the queue's words, not "pending"
+    now = dt.datetime.now(dt.UTC)
+    with write_session(engine) as s:  # 25 minutes of typing without a request
+        s.execute(update(LoginSession).values(last_seen=now - dt.timedelta(minutes=25)))
+    assert c.post("/keepalive", headers={"X-CSRF-Token": csrf}).status_code == 204
+    with read_session(engine) as s:
+        seen = s.scalar(select(LoginSession.last_seen))
+    assert seen is not None and now - seen.replace(tzinfo=dt.UTC) < dt.timedelta(minutes=1)
+    assert c.post("/keepalive").status_code == 403  # a POST like any other: the CSRF token is needed
+    with write_session(engine) as s:  # past the absolute lifetime, a keep-alive does not help
+        s.execute(update(LoginSession).values(created_at=now - dt.timedelta(hours=12, minutes=1)))
+    assert c.post("/keepalive", headers={"X-CSRF-Token": csrf}).status_code == 401
+    assert logged_in_as(c) is None
+
+
 def test_rotating_the_secret_ends_every_session_on_a_running_app(engine: Engine, db: Path) -> None:
     from clinieval.review.sessions import rotate_secret, secret_path
 
