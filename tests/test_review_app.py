@@ -367,8 +367,8 @@ def test_admin_sees_progress_and_agreement_but_not_responses(app_client: TestCli
 
 
 def test_admin_agreement_hides_model_names() -> None:
+    from clinieval.review.blinding import masker as redactor
     from clinieval.review.study_kinds import get_kind
-    from clinieval.review.web.admin import redactor
     from clinieval.review.web.agreement_view import tables
 
     hide = redactor(["gpt", "gpt-4o"])

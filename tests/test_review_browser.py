@@ -610,7 +610,7 @@ def test_a_draft_survives_closing_the_browser(site: Site, browsing: Browsing) ->
     row = again.locator(f'tr.queue-row[data-assignment="{aid}"]')
     expect(row).to_have_attribute("data-status", "draft")
     row.locator("a", has_text="Continue").click()
-    expect(again.locator("#item-status")).to_have_text("draft")
+    expect(again.locator("#item-status")).to_have_text("Draft saved")
     seen(again)
     expect(again.locator(f"#rank-{letter}")).to_have_value("3")
     expect(again.locator(f"#correct-{letter}-no")).to_be_checked()

@@ -234,6 +234,28 @@ def test_sessions_end_after_idle_and_absolute_limits(engine: Engine) -> None:
     assert "Max-Age=3600" in set_cookie  # the browser's copy lasts no longer than the server's
 
 
+def test_a_keepalive_while_editing_renews_the_idle_timer_but_not_the_absolute_limit(engine: Engine) -> None:
+    from clinieval.review.db import LoginSession
+
+    c = client(engine)
+    csrf = login(c, "ann")
+    [entry, *_] = reviewing.reviewer_queue(engine, uid(engine, "ann"))
+    header = c.get(f"/a/{entry.id}").text
+    assert 'data-status="pending">Not started</span>' in header  # the queue's words, not "pending"
+    now = dt.datetime.now(dt.UTC)
+    with write_session(engine) as s:  # 25 minutes of typing without a request
+        s.execute(update(LoginSession).values(last_seen=now - dt.timedelta(minutes=25)))
+    assert c.post("/keepalive", headers={"X-CSRF-Token": csrf}).status_code == 204
+    with read_session(engine) as s:
+        seen = s.scalar(select(LoginSession.last_seen))
+    assert seen is not None and now - seen.replace(tzinfo=dt.UTC) < dt.timedelta(minutes=1)
+    assert c.post("/keepalive").status_code == 403  # a POST like any other: the CSRF token is needed
+    with write_session(engine) as s:  # past the absolute lifetime, a keep-alive does not help
+        s.execute(update(LoginSession).values(created_at=now - dt.timedelta(hours=12, minutes=1)))
+    assert c.post("/keepalive", headers={"X-CSRF-Token": csrf}).status_code == 401
+    assert logged_in_as(c) is None
+
+
 def test_rotating_the_secret_ends_every_session_on_a_running_app(engine: Engine, db: Path) -> None:
     from clinieval.review.sessions import rotate_secret, secret_path
 
@@ -475,6 +497,126 @@ def test_serve_with_allow_remote_sets_the_secure_flag(db: Path, tmp_path: Path) 
         log.close()
 
 
+def test_a_secure_cookie_over_plain_http_says_sign_in_needs_https(engine: Engine) -> None:
+    remote = client(engine, secure_cookies=True, address="10.2.3.4")
+    form = remote.get("/login")
+    assert "secure" in form.headers["set-cookie"].lower()
+    remote.cookies.clear()  # what a browser does with a Secure cookie sent over plain HTTP
+    refused = remote.post(
+        "/login", data={"name": "ann", "password": PASSWORDS["ann"], "csrf_token": token(form.text)}
+    )
+    assert refused.status_code == 403
+    assert "this page was opened over plain HTTP; sign-in needs HTTPS" in refused.text
+    assert "--trusted-proxy" in refused.text
+    stale = client(engine, address="10.2.3.4")  # without the Secure cause, the usual message
+    assert "security token is missing" in stale.post("/login", data={"name": "ann", "csrf_token": "x"}).text
+
+
+def nginx_tls_front(folder: Path, upstream_port: int) -> tuple[Any, int, Path]:
+    """Debian's nginx terminating TLS on 127.0.0.1 in front of the app, setting the forwarded
+    headers the way a hospital's proxy does."""
+    from tests.conftest import missing
+    from tests.real_servers import NGINX, Nginx, make_certs
+
+    if not NGINX.is_file() or shutil.which("openssl") is None:
+        missing(f"{NGINX} or openssl is missing: install Debian's nginx and openssl (`make install`)")
+    certs = make_certs(folder / "certs")
+    port = free_port()
+    temp = " ".join(
+        f"{n}_temp_path {folder}/{n};" for n in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    conf = f"""daemon off;
+master_process off;
+worker_processes 1;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  {temp}
+  access_log off;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {certs.cert}; ssl_certificate_key {certs.key};
+    location / {{
+      proxy_pass http://127.0.0.1:{upstream_port};
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }}
+  }}
+}}
+"""
+    return Nginx(folder, conf).start(ready=[("127.0.0.1", port)]), port, certs.ca
+
+
+def test_behind_a_real_tls_proxy_the_cookie_is_secure_and_the_throttle_sees_each_client(
+    db: Path, tmp_path: Path
+) -> None:
+    from clinieval.review.audit import audit_rows
+
+    app_port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    code = "from clinieval.cli.review import review_app; review_app()"
+    args = ["serve", "--db", str(db), "--port", str(app_port), "--trusted-proxy", "127.0.0.1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    nginx = None
+    try:
+        wait_http(f"http://127.0.0.1:{app_port}/login", timeout=60, proc=proc)
+        nginx, port, ca = nginx_tls_front(tmp_path / "nginx", app_port)
+
+        def browser(source: str, *, direct: bool = False) -> httpx.Client:
+            """A client on its own loopback address (127.0.0.x), through nginx or straight to the app."""
+            import ssl
+
+            trust = ssl.create_default_context(cafile=str(ca))
+            transport = httpx.HTTPTransport(local_address=source, verify=trust)
+            base = f"http://127.0.0.1:{app_port}" if direct else f"https://127.0.0.1:{port}"
+            return httpx.Client(transport=transport, base_url=base, timeout=30)
+
+        def attempt(c: httpx.Client, name: str, password: str, **headers: str) -> httpx.Response:
+            form = c.get("/login", headers=headers)
+            data = {"name": name, "password": password, "csrf_token": token(form.text)}
+            return c.post("/login", data=data, headers=headers, follow_redirects=False)
+
+        ann = browser("127.0.0.2")
+        page = ann.get("/login")
+        flags = {f.strip().lower() for f in page.headers["set-cookie"].split(";")}
+        assert {"secure", "httponly", "samesite=strict"} <= flags  # the browser is on HTTPS
+        assert attempt(ann, "ann", PASSWORDS["ann"]).status_code == 303
+
+        # a password sprayer behind the proxy, forging X-Forwarded-For: throttled by its own address
+        spray = browser("127.0.0.3")
+        for i in range(20):
+            assert attempt(spray, f"guess-{i}", "pw-1", **{"X-Forwarded-For": "10.6.6.6"}).status_code == 401
+        assert attempt(spray, "bob", PASSWORDS["bob"]).status_code == 429
+        assert attempt(browser("127.0.0.4"), "bob", PASSWORDS["bob"]).status_code == 303  # others are not
+
+        # straight to the app, not through the trusted proxy: the forwarded headers are ignored
+        forged = {"X-Forwarded-For": "10.9.9.9", "X-Forwarded-Proto": "https"}
+        direct = browser("127.0.0.5", direct=True)
+        assert "secure" not in direct.get("/login", headers=forged).headers["set-cookie"].lower()
+        assert attempt(direct, "cat", "pw-2", **forged).status_code == 401
+
+        engine = store.connect(db)
+        seen = {(r["action"], (r["detail"] or {}).get("address")) for r in audit_rows(engine)}
+        engine.dispose()
+        assert {
+            ("login", "127.0.0.2"),
+            ("login-failed", "127.0.0.3"),
+            ("login-throttled", "127.0.0.3"),
+        } <= seen
+        assert {("login", "127.0.0.4"), ("login-failed", "127.0.0.5")} <= seen
+        assert not [a for _, a in seen if a in ("10.6.6.6", "10.9.9.9", "127.0.0.1")]
+    finally:
+        if nginx is not None:
+            nginx.stop()
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        log.close()
+
+
 # --- 5. the audit trail -----------------------------------------------------------------------------------
 
 
@@ -558,6 +700,94 @@ def test_every_admin_action_and_save_is_audited_and_exported(tmp_path: Path) -> 
     lines = [json.loads(x) for x in jsonl.read_text().splitlines()]
     assert [x["action"] for x in lines] == actions
     assert next(x for x in lines if x["action"] == "save")["new"]["answers"]["a1"]["rank"] == 1
+    engine.dispose()
+
+
+def test_every_sign_in_attempt_is_audited_for_good_and_never_its_password(
+    engine: Engine, db: Path, tmp_path: Path
+) -> None:
+    from clinieval.review.db import LoginFailure
+    from clinieval.review.sessions import ThrottlePolicy
+
+    wrong = "Wrong-Pw-7f3e91"  # a password string that must appear nowhere
+    c = client(engine, address="10.4.4.4", throttle=ThrottlePolicy(per_user=3))
+    for _ in range(3):
+        assert try_login(c, "Ann ", wrong).status_code == 401
+    assert try_login(c, "ann", wrong).status_code == 429
+    assert try_login(c, "nobody-here", wrong).status_code == 401  # an unknown name, audited the same
+    assert try_login(client(engine, address="10.5.5.5"), "bob", PASSWORDS["bob"]).status_code == 303
+    with write_session(engine) as s:  # the throttle's rows age out; the audit's do not
+        s.execute(delete(LoginFailure))
+
+    out = tmp_path / "audit.jsonl"
+    assert invoke("audit", "--db", str(db), "--out", str(out)).exit_code == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    attempts = [(r["action"], r["actor"], r["detail"]) for r in rows if r["action"].startswith("login")]
+    failed = {"address": "10.4.4.4", "outcome": "wrong name or password"}
+    assert attempts == [
+        *[("login-failed", "Ann", failed)] * 3,
+        ("login-throttled", "ann", {"address": "10.4.4.4", "outcome": "throttled"}),
+        ("login-failed", "nobody-here", failed),
+        ("login", "bob", {"address": "10.5.5.5", "outcome": "signed in"}),
+    ]
+    csv_out = tmp_path / "audit.csv"
+    assert invoke("audit", "--db", str(db), "--out", str(csv_out)).exit_code == 0
+    engine.dispose()
+    with sqlite3.connect(db) as raw:  # fold the write-ahead log into the file before reading it
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    stored = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+    for where in (stored, out.read_bytes(), csv_out.read_bytes()):
+        assert wrong.encode() not in where
+    assert b"nobody-here" in stored  # the name typed is there: the check above reads the right file
+
+
+def test_import_masks_model_names_in_answer_text_and_the_admin_sees_what(tmp_path: Path) -> None:
+    from clinieval.review.blinding import masker, name_variants
+
+    assert {"Llama-3-70B", "Llama-3-70B-Instruct"} <= name_variants("meta-llama/Llama-3-70B-Instruct")
+    hide = masker(["gpt"])
+    assert hide("GPT said; gptq did not") == "[model hidden] said; gptq did not"  # word-bounded
+
+    db = str(tmp_path / "mask.sqlite")
+    assert invoke("init", "--db", db).exit_code == 0
+    for name, role in (("boss", "admin"), ("ann", "reviewer"), ("bob", "reviewer")):
+        added = invoke("user", "add", name, "--role", role, "--db", db, input=f"{name}-secret-1\n")
+        assert added.exit_code == 0
+    texts = {
+        "a1": "I am llama 3 70b, trained by Meta. The INR is high.",  # served name, other separators
+        "a2": "As Qwen2-7B-Instruct I would stop warfarin. Ask Dr Orion.",  # after the last /, any case
+        "a3": "Hold the dose.",
+    }
+    sources = {"a1": "openai:http://gpu1:8000/v1@llama-3-70b", "a2": "hf:Qwen/qwen2-7b-instruct", "a3": "m3"}
+    item = {"item": "q1", "prompt": "What now?", "context": "INR 5.2",
+            "answers": [{"id": k, "source": sources[k], "text": v} for k, v in texts.items()]}  # fmt: skip
+    items_file = tmp_path / "items.jsonl"
+    items_file.write_text(json.dumps(item) + "\n")
+    args = ("import", str(items_file), "--study", "med", "--kind", "rank", "--db", db, "--mask", r"Dr \w+")
+    done = invoke(*args)
+    assert done.exit_code == 0, done.output
+    assert "masked 3 mention(s) of model names in 2 answer(s)" in done.output
+    again = invoke(*args)  # the same file again: the masked item is the one already there
+    assert again.exit_code == 0 and "0 item(s) added, 1 already there" in again.output, again.output
+    assert invoke("assign", "--study", "med", "--per-item", "2", "--db", db).exit_code == 0
+
+    engine = store.connect(db)
+    c = client(engine)
+    assert try_login(c, "ann", "ann-secret-1").status_code == 303
+    [entry] = reviewing.reviewer_queue(engine, uid(engine, "ann"))
+    page = c.get(f"/a/{entry.id}").text
+    for leaked in ("llama", "Llama", "Qwen", "qwen", "Orion"):
+        assert leaked not in page, leaked
+    assert "I am [model hidden], trained by Meta." in page and "As [model hidden] I would" in page
+    assert "Ask [model hidden]." in page and "Hold the dose." in page
+
+    admin = client(engine)
+    assert try_login(admin, "boss", "boss-secret-1").status_code == 303
+    study = admin.get("/admin/studies/med").text
+    assert "Import masked 3 mentions" in study and "in 2 answers" in study
+    assert 'data-item="q1"><td>q1</td><td>3</td>' in study
+    assert "<code>Dr \\w+</code>" in study
+    assert "llama" not in study.lower() and "qwen" not in study.lower()
     engine.dispose()
 
 
@@ -662,5 +892,7 @@ def test_sessions_throttling_and_audit_on_postgres(
         conn.execute(text("DELETE FROM users"))
     actions = [r["action"] for r in audit_rows(engine)]
     assert actions[:2] == ["user-add", "user-add"]
-    assert {"login", "logout", "password-reset", "user-remove"} <= set(actions)
+    assert {"login", "login-failed", "login-throttled", "logout", "password-reset", "user-remove"} <= set(
+        actions
+    )
     engine.dispose()

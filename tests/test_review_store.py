@@ -89,7 +89,7 @@ def rank_payload(ranks: dict[str, int], correct: dict[str, bool]) -> dict[str, A
 
 def test_init_creates_current_schema_in_wal_mode_and_is_idempotent(db: str) -> None:
     engine = store.connect(db)
-    assert store.current_revision(engine) == "0002"
+    assert store.current_revision(engine) == "0003"
     secret = store.session_secret(engine)
     assert len(secret) >= 48
     store.init_db(db)  # again: nothing changes, the secret is kept
@@ -614,7 +614,7 @@ def test_postgres_init_import_assign_save_export(
 ) -> None:
     monkeypatch.setenv("CLINIEVAL_REVIEW_SECRET_FILE", str(tmp_path / "review.secret"))  # not in ~/.config
     engine = store.init_db(postgres_db_url)
-    assert store.current_revision(store.connect(postgres_db_url)) == "0002"
+    assert store.current_revision(store.connect(postgres_db_url)) == "0003"
     for name in ("ann", "bob"):
         accounts.add_user(engine, name, "reviewer", PASSWORDS[name])
     importing.import_items(engine, "med", "rank", None, [rank_item("q1", author="ann"), rank_item("q2")])

@@ -195,6 +195,13 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
             str | None,
             typer.Option("--from", help="the source that reads SOURCE (default: the one that recognises it)"),
         ] = None,
+        mask: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--mask",
+                help="also mask this regular expression in answer texts (repeatable; model names always are)",
+            ),
+        ] = None,
     ) -> None:
         from clinieval.review.importing import import_items
         from clinieval.review.sources import pick_source, study_kind
@@ -212,13 +219,18 @@ def _import_command(sources: Sequence[ReviewSource]) -> Callable[..., None]:
         new = existing is None
         if settings is None and chosen.default_config is not None and new:
             settings = dict(chosen.default_config)
-        counts = import_items(engine, study, the_kind, settings, converted.items)
+        counts = import_items(engine, study, the_kind, settings, converted.items, tuple(mask or ()))
         if chosen.kind is not None:
             typer.echo(f"read as {chosen.name}: {len(converted.items)} {the_kind} item(s)")
         for note in converted.notes:
             typer.echo(f"note: {note}", err=True)
         made = "created" if counts.study_created else "updated"
         typer.echo(f"study {study} {made}: {counts.added} item(s) added, {counts.unchanged} already there")
+        if counts.masked_mentions:
+            typer.echo(
+                f"masked {counts.masked_mentions} mention(s) of model names in {counts.masked_answers}"
+                " answer(s): reviewers see [model hidden] there (the study page lists the items)"
+            )
 
     doc = "Import items into a study (created on first import); an existing item must be unchanged."
     if len(known) > 1:
@@ -286,6 +298,13 @@ def serve(
     session_hours: Annotated[
         int, typer.Option(min=1, help="a session ends this many hours after sign-in, however active")
     ] = 12,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="the HTTPS proxy's address: its X-Forwarded-Proto/-For are believed, no one else's"
+            " (repeatable)"
+        ),
+    ] = None,
 ) -> None:
     """Run the review web app until Ctrl-C."""
     import datetime as dt
@@ -294,14 +313,16 @@ def serve(
     from clinieval.review.app import serve as run_server
     from clinieval.review.sessions import SessionPolicy
     from clinieval.review.store import connect
+    from clinieval.review.web.security import proxy_addresses
 
     check_host(host, allow_remote)
+    proxies = proxy_addresses(tuple(trusted_proxy or ()))
     policy = SessionPolicy(
         idle=dt.timedelta(minutes=idle_minutes), absolute=dt.timedelta(hours=session_hours)
     )
     engine = connect(db)
     typer.echo(f"review app on http://{host}:{port}/ (Ctrl-C stops it)")
-    run_server(engine, host, port, allow_remote=allow_remote, session_policy=policy)
+    run_server(engine, host, port, allow_remote=allow_remote, session_policy=policy, trusted_proxies=proxies)
 
 
 def export(

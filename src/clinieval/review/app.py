@@ -57,6 +57,7 @@ def create_app(
     secure_cookies: bool = False,
     session_policy: SessionPolicy | None = None,
     throttle: ThrottlePolicy | None = None,
+    trusted_proxies: frozenset[str] = frozenset(),
 ) -> FastAPI:
     """The app over ``engine``. Every route depends on :func:`csrf_guard` (a no-op for GET), so a
     POST without the session's token never reaches a handler.
@@ -65,7 +66,9 @@ def create_app(
     came over HTTPS): what ``serve --allow-remote`` sets, as the app then sits behind an HTTPS
     proxy while seeing plain HTTP itself. ``session_policy`` sets the idle and absolute session
     lifetimes, ``throttle`` the failed sign-ins allowed (their defaults: 30 minutes, 12 hours; 5
-    per name and 20 per address in 15 minutes). The session key is read from its file beside the
+    per name and 20 per address in 15 minutes). ``trusted_proxies``: the peers whose
+    ``X-Forwarded-Proto``/``X-Forwarded-For`` are believed (:mod:`clinieval.review.web.security`).
+    The session key is read from its file beside the
     database (made here when missing, e.g. for a copied database)."""
     from fastapi import Depends
 
@@ -82,6 +85,7 @@ def create_app(
         policy=session_policy or SessionPolicy(),
         throttle=throttle or ThrottlePolicy(),
         secure_cookies=secure_cookies,
+        trusted_proxies=trusted_proxies,
     )
     for module in (auth, reviewer, context, admin):
         app.include_router(module.router)
@@ -182,13 +186,18 @@ def serve(
     *,
     allow_remote: bool = False,
     session_policy: SessionPolicy | None = None,
+    trusted_proxies: frozenset[str] = frozenset(),
 ) -> None:
     """Run the app with uvicorn until interrupted (what ``clinieval review serve`` calls). With
-    ``allow_remote`` (only behind an HTTPS proxy) the cookie is always ``Secure``."""
+    ``allow_remote`` (only behind an HTTPS proxy) the cookie is always ``Secure``; behind
+    ``trusted_proxies`` it is whenever the browser is on HTTPS. uvicorn's own proxy-header
+    handling stays off: the app reads the headers itself, from those peers only."""
     import uvicorn
 
     check_host(host, allow_remote)
-    app = create_app(engine, secure_cookies=allow_remote, session_policy=session_policy)
+    app = create_app(
+        engine, secure_cookies=allow_remote, session_policy=session_policy, trusted_proxies=trusted_proxies
+    )
     config = uvicorn.Config(app, host=host, port=port, server_header=False, proxy_headers=False)
     logging.getLogger("uvicorn.access").addFilter(_NoQuery())  # after Config, which sets up logging
     uvicorn.Server(config).run()

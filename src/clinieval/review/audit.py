@@ -1,10 +1,12 @@
 """The audit trail: one row for every write to the review database, and its export.
 
-Who, when and what: a reviewer's save or submit (the payload and version before and after), a
-sign-in and sign-out, and every administrative change (import, assign, a user added, removed or
-given a new password, sessions revoked, the session key rotated). Rows are only ever added, in the
-same transaction as the change they record. Each names its user, study and item as text, and its
-foreign keys turn NULL rather than cascade, so removing a user or an assignment keeps their history.
+Who, when and what: a reviewer's save or submit (the payload and version before and after), every
+sign-in attempt (``login``, ``login-failed``, ``login-throttled``: the name as typed, the client
+address and the outcome in ``detail``), a sign-out, and every administrative change (import, assign,
+a user added, removed or given a new password, sessions revoked, the session key rotated). Rows are
+only ever added, in the same transaction as the change they record. Each names its user, study and
+item as text, and its foreign keys turn NULL rather than cascade, so removing a user or an
+assignment keeps their history.
 
 The commands' actor is the operating-system account that ran them (``cli:alice``): the database
 cannot know which person typed a command, only which account did.

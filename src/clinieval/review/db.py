@@ -41,7 +41,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, rela
 
 from clinieval.errors import UserError
 
-SCHEMA_REVISION: Final = "0002"
+SCHEMA_REVISION: Final = "0003"
 """The Alembic revision this code reads and writes (the head of ``migrations/versions``)."""
 
 ROLES: Final = ("admin", "reviewer")
@@ -50,6 +50,8 @@ ACTIONS: Final = ("save", "submit")
 AUDIT_ACTIONS: Final = (
     *ACTIONS,
     "login",
+    "login-failed",
+    "login-throttled",
     "logout",
     "import",
     "assign",
@@ -59,8 +61,9 @@ AUDIT_ACTIONS: Final = (
     "revoke",
     "rotate-secret",
 )
-"""What an audit row may record: a reviewer's save or submit, a sign-in or sign-out, and every
-administrative change (the commands' actor is the operating-system account that ran them)."""
+"""What an audit row may record: a reviewer's save or submit, every sign-in attempt (succeeded,
+failed, refused by the throttle), a sign-out, and every administrative change (the commands' actor
+is the operating-system account that ran them)."""
 SESSION_SECRET_KEY: Final = "session_secret"
 """The ``settings`` key where schema 0001 kept the cookie-signing secret; migration 0002 deletes
 it (the key now lives in a file beside the database: :mod:`clinieval.review.sessions`)."""

@@ -214,7 +214,9 @@ def start(engine: Engine, key: bytes, user: User, address: str | None) -> str:
                 id_hash=id_hash(key, token), user_id=user.id, created_at=now, last_seen=now, address=address
             )
         )
-        record(s, "login", actor=user.name, actor_id=user.id, detail={"address": address})
+        record(
+            s, "login", actor=user.name, actor_id=user.id, detail={"address": address, "outcome": "signed in"}
+        )
     return token
 
 
@@ -363,14 +365,46 @@ def minutes_until(when: dt.datetime) -> int:
     return max(1, math.ceil((when - utcnow()).total_seconds() / 60))
 
 
-def note_failure(engine: Engine, name: str, address: str | None, policy: ThrottlePolicy) -> None:
+def typed_name(name: str) -> str:
+    """The name an attempt typed, as the audit trail keeps it (its ``user_name`` column's length)."""
+    return name[:200]
+
+
+def _audit_attempt(s: Session, action: str, name: str, address: str | None, outcome: str) -> None:
+    """The permanent record of one sign-in attempt that did not sign anyone in: the name as typed
+    (known or not), the client address and why it failed. The password is never passed here."""
+    record(s, action, actor=typed_name(name), detail={"address": address, "outcome": outcome})
+
+
+def note_failure(
+    engine: Engine,
+    name: str,
+    address: str | None,
+    policy: ThrottlePolicy,
+    outcome: str = "wrong name or password",
+) -> None:
     """Count one failed sign-in against the name and the address, and forget failures older than
-    the window (the table never grows past what throttling needs)."""
+    the window (the table never grows past what throttling needs). The audit trail keeps the
+    attempt for good, in the same transaction."""
     now = utcnow()
     with write_session(engine) as s:
         s.execute(delete(LoginFailure).where(LoginFailure.at <= now - policy.window))
         s.add(LoginFailure(kind="user", key=_user_key(name), at=now))
         s.add(LoginFailure(kind="address", key=_address_key(address), at=now))
+        _audit_attempt(s, "login-failed", name, address, outcome)
+
+
+def note_malformed(engine: Engine, name: str, address: str | None) -> None:
+    """An attempt whose form was unusable (a field missing, or too long to hash): audited, not
+    counted for throttling (no password was checked)."""
+    with write_session(engine) as s:
+        _audit_attempt(s, "login-failed", name, address, "malformed form")
+
+
+def note_throttled(engine: Engine, name: str, address: str | None) -> None:
+    """An attempt refused by the throttle without its password being checked: audited only."""
+    with write_session(engine) as s:
+        _audit_attempt(s, "login-throttled", name, address, "throttled")
 
 
 def note_success(engine: Engine, name: str) -> None:

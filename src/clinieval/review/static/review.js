@@ -1,6 +1,7 @@
 /* clinieval review: the little script the pages use. No framework, no build step, no network
  * beyond this server. Everything works without it (plain forms and links); it adds:
  *  - a warning before leaving a page with unsaved changes;
+ *  - a keep-alive ping (POST /keepalive, at most every 2 minutes) while the reviewer types;
  *  - ranking by drag or by Up/Down buttons (renumbering the rank boxes), beside typed numbers;
  *  - the record pane: paging and search without reloading the page (the server sends escaped
  *    HTML fragments; this script only swaps them in and highlights the search term with DOM nodes).
@@ -20,6 +21,16 @@
     form.addEventListener("input", markDirty);
     form.addEventListener("change", markDirty);
     form.addEventListener("submit", function () { dirty = false; });
+    // typing makes no request: ping the server (at most every 2 minutes) so the 30-minute idle
+    // limit does not end the session mid-rationale; the 12-hour limit still holds
+    var lastPing = Date.now();
+    var csrf = form.querySelector('input[name="csrf_token"]');
+    form.addEventListener("input", function () {
+      if (!csrf || Date.now() - lastPing < 120000) return;
+      lastPing = Date.now();
+      fetch("/keepalive", { method: "POST", credentials: "same-origin",
+                            headers: { "X-CSRF-Token": csrf.value } }).catch(function () {});
+    });
     window.addEventListener("beforeunload", function (event) {
       if (!dirty) return undefined;
       event.preventDefault();

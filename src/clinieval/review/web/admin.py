@@ -11,9 +11,7 @@ review). A reviewer asking for these pages gets 403 before any study is looked u
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
-from typing import Final
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
@@ -21,14 +19,14 @@ from sqlalchemy import Engine
 
 from clinieval.errors import UserError
 from clinieval.review import accounts, assigning, store
+from clinieval.review.blinding import masker
 from clinieval.review.db import User
+from clinieval.review.importing import masking_report
 from clinieval.review.web import agreement_view, data
 from clinieval.review.web.render import render
 from clinieval.review.web.security import NotFound, current_admin, engine_of
 
 router = APIRouter()
-
-HIDDEN: Final = "[model hidden]"
 
 
 @router.get("/admin", response_class=HTMLResponse)
@@ -54,6 +52,7 @@ def admin_study(request: Request, name: str, user: User = Depends(current_admin)
         "agreement_summary": summary,
         "agreement_note": note,
         "conventions": agreement_view.CONVENTIONS,
+        "masking": masking_report(engine, name),
     }
     return render(request, "admin_study.html", values)
 
@@ -69,7 +68,7 @@ def agreement_tables(engine: Engine, study: str) -> tuple[list[agreement_view.Ta
         result = study_agreement(engine, study)
     except UserError as e:
         return [], None, f"Agreement: not available yet ({e})."
-    hide = redactor(data.study_sources(engine, study))
+    hide = masker(data.study_sources(engine, study))
     tables = agreement_view.tables(result, data.study_measures(engine, study), hide)
     n, reviewers = result.get("submitted", 0), result.get("reviewers", 0)
     plural = ("" if n == 1 else "s", "" if reviewers == 1 else "s")
@@ -93,7 +92,7 @@ def admin_disagreements(request: Request, name: str, user: User = Depends(curren
         raise NotFound("No study of that name.") from None
     except UnknownMeasure:
         raise NotFound("This study has no such measure.") from None
-    hide = redactor(data.study_sources(engine, name))
+    hide = masker(data.study_sources(engine, name))
     items = [
         replace(
             d,
@@ -104,16 +103,3 @@ def admin_disagreements(request: Request, name: str, user: User = Depends(curren
     ]
     values = {"user": user, "found": found, "items": items, "measure_label": hide(found.measure.label)}
     return render(request, "admin_disagreements.html", values)
-
-
-def redactor(sources: list[str]) -> Callable[[str], str]:
-    """A function that replaces every model name in a text (longest first, so a name that holds
-    another is hidden whole)."""
-    names = sorted({s for s in sources if s}, key=len, reverse=True)
-
-    def hide(text: str) -> str:
-        for name in names:
-            text = text.replace(name, HIDDEN)
-        return text
-
-    return hide

@@ -4,7 +4,9 @@ A wrong name and a wrong password get the same message, so the form does not tel
 which user names exist. Too many failures for one name or from one address within the window
 (:class:`clinieval.review.sessions.ThrottlePolicy`) get 429 and "Too many failed sign-ins; try
 again in N minutes." without the password being checked, the right one included; the count is
-kept per name typed, known or not, so this does not tell which names exist either. Logging out is
+kept per name typed, known or not, so this does not tell which names exist either. Every attempt,
+succeeded, failed or throttled, is also an audit row for good (the name as typed, the client
+address, the outcome; never the password): the throttle's own counts are pruned. Logging out is
 a POST (with the CSRF token), so a link on another site cannot log a reviewer out in the middle of
 their work; it ends the session on the server, so a copy of the cookie stops working too.
 """
@@ -68,6 +70,7 @@ def _login(request: Request, name: object, password: object, target: object) -> 
     if isinstance(name, str) and isinstance(password, str) and 0 < len(name) + len(password) <= MAX_FIELD:
         until = sessions.refused_until(engine, name.strip(), address, settings.throttle)
         if until is not None:
+            sessions.note_throttled(engine, name.strip(), address)
             minutes = sessions.minutes_until(until)
             page = render(request, "login.html", {**context, "error": throttled_message(minutes)}, status=429)
             page.headers["Retry-After"] = str(minutes * 60)
@@ -77,6 +80,8 @@ def _login(request: Request, name: object, password: object, target: object) -> 
             sessions.note_failure(engine, name.strip(), address, settings.throttle)
         else:
             sessions.note_success(engine, name.strip())
+    else:
+        sessions.note_malformed(engine, name.strip() if isinstance(name, str) else "", address)
     if user is None:
         return render(request, "login.html", {**context, "error": "Wrong user name or password."}, status=401)
     new_session(request, user)

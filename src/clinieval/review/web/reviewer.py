@@ -53,6 +53,16 @@ def owned(request: Request, assignment_id: int, user: User) -> data.AssignmentVi
     return found(data.assignment_view(engine_of(request), assignment_id, user.id))
 
 
+@router.post("/keepalive")
+def keepalive(request: Request, user: User = Depends(current_user)) -> Response:
+    """Renew the session's idle timer while a page is being edited (``review.js`` pings here on
+    input, at most every 2 minutes): a clinician typing a long rationale makes no request, and
+    30 idle minutes would end their session mid-sentence. Looking the session up renews it
+    (:func:`clinieval.review.sessions.lookup`), which also enforces the absolute lifetime: a
+    session past it gets 401 here like anywhere else."""
+    return Response(status_code=204)
+
+
 @router.get("/a/{assignment_id}", response_class=HTMLResponse)
 def item_page(request: Request, assignment_id: int, user: User = Depends(current_user)) -> Response:
     view = owned(request, assignment_id, user)
@@ -136,6 +146,7 @@ def item_response(
         "flash": flash,
         "error": error,
         "stale": stale,
+        "status_words": STATUS_WORDS,
         "record_text": record.page_text(text, starts, page),
         "record_page": page,
         "record_pages": len(starts),

@@ -8,8 +8,16 @@ cookie stops working too. The user and role are read from the database on each r
 demoting an admin, removing a user or revoking their sessions takes effect at once.
 
 The cookie is ``HttpOnly`` and ``SameSite=Strict``, lasts no longer than a session may, and is
-``Secure`` whenever the request came over HTTPS or the app was started with ``secure_cookies``
+``Secure`` whenever the browser is on HTTPS, or the app was started with ``secure_cookies``
 (``review serve --allow-remote``, which is only for use behind an HTTPS proxy).
+
+Behind a proxy the app sees the proxy's address and plain HTTP. ``review serve --trusted-proxy
+ADDR`` names the proxies whose ``X-Forwarded-Proto`` and ``X-Forwarded-For`` are believed: only a
+request whose peer is one of them has its scheme and client address taken from those headers (the
+client is the right-most address in ``X-Forwarded-For`` that is not itself a trusted proxy, so
+what a browser writes into the header is never taken). From any other peer the headers are
+ignored: anyone could send them. The throttle and the audit trail then see each clinician's own
+address, and the cookie is ``Secure`` when the browser is on HTTPS.
 
 CSRF: one token per cookie id, derived from it with the session key (never stored), put in every
 form (``csrf_token``) or sent by the page's script as the ``X-CSRF-Token`` header, and compared on
@@ -21,13 +29,15 @@ forms out; the token is the second lock.
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
+import ipaddress
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from fastapi import Request
 from sqlalchemy import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clinieval.errors import UserError
 from clinieval.review import sessions
 from clinieval.review.db import User
 from clinieval.review.sessions import SessionKey, SessionPolicy, ThrottlePolicy
@@ -40,6 +50,13 @@ _USER: Final = "clinieval.user"
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "x-csrf-token"
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+PLAIN_HTTP_MESSAGE: Final = (
+    "Forbidden: this page was opened over plain HTTP; sign-in needs HTTPS (the app marks its cookie "
+    "Secure, so the browser does not keep it over HTTP). Put the app behind TLS (an HTTPS reverse proxy, "
+    "named with `clinieval review serve --trusted-proxy ADDR`) and open it with https://, or open it on "
+    "this machine at http://127.0.0.1."
+)
 
 CSRF_MESSAGE: Final = (
     "Forbidden: this form's security token is missing or does not match your session "
@@ -88,6 +105,28 @@ class WebSettings:
     policy: SessionPolicy
     throttle: ThrottlePolicy
     secure_cookies: bool
+    trusted_proxies: frozenset[str] = field(default_factory=frozenset)
+    """Peers whose ``X-Forwarded-Proto``/``X-Forwarded-For`` are believed (normalised addresses)."""
+
+
+def proxy_addresses(values: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """``--trusted-proxy`` values as addresses; anything else is one clear error."""
+    out = set()
+    for value in values:
+        try:
+            out.add(ipaddress.ip_address(value.strip()).compressed)
+        except ValueError:
+            raise UserError(
+                f"--trusted-proxy {value!r}: give the proxy's IP address as the app sees it (e.g. 127.0.0.1)"
+            ) from None
+    return frozenset(out)
+
+
+def _normal(address: str) -> str:
+    try:
+        return ipaddress.ip_address(address).compressed
+    except ValueError:
+        return address
 
 
 def web_settings(request: Request) -> WebSettings:
@@ -121,7 +160,7 @@ class CookieJar:
 def _set_cookie(request: Request, value: str, max_age: int) -> None:
     settings = web_settings(request)
     parts = [f"{COOKIE}={value}", "Path=/", f"Max-Age={max_age}", "HttpOnly", "SameSite=Strict"]
-    if settings.secure_cookies or request.url.scheme == "https":
+    if settings.secure_cookies or request_scheme(request) == "https":
         parts.append("Secure")
     jar: Any = request.scope.get(_JAR)
     if isinstance(jar, list):
@@ -151,8 +190,48 @@ def csrf_token(request: Request) -> str:
     return sessions.csrf_for(web_settings(request).key.get(), browser_token(request))
 
 
+def _trusted_peer(request: Request) -> bool:
+    trusted = web_settings(request).trusted_proxies
+    return bool(trusted) and request.client is not None and _normal(request.client.host) in trusted
+
+
 def client_address(request: Request) -> str | None:
-    return request.client.host if request.client else None
+    """The browser's address: the peer's, or, when the peer is a trusted proxy, the right-most
+    ``X-Forwarded-For`` entry that is not a trusted proxy (entries left of it are the browser's
+    own claims, which anyone can forge)."""
+    peer = request.client.host if request.client else None
+    if peer is None or not _trusted_peer(request):
+        return peer
+    trusted = web_settings(request).trusted_proxies
+    hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",") if h.strip()]
+    address = peer
+    for hop in reversed(hops):
+        address = hop
+        if _normal(hop) not in trusted:
+            break
+    return address[:100]
+
+
+def request_scheme(request: Request) -> str:
+    """``https`` or ``http`` as the browser sees it: a trusted proxy's ``X-Forwarded-Proto`` (its
+    last value, the one that proxy set), else the connection's own."""
+    if _trusted_peer(request):
+        values = [
+            v.strip().lower() for h in request.headers.getlist("x-forwarded-proto") for v in h.split(",")
+        ]
+        if values and values[-1] in ("http", "https"):
+            return values[-1]
+    return request.url.scheme
+
+
+def plain_http_without_cookie(request: Request) -> bool:
+    """The browser holds no cookie because we sent it ``Secure`` over plain HTTP, where it is
+    dropped (a browser keeps a ``Secure`` cookie from http only on its own machine)."""
+    return (
+        _cookie_token(request) is None
+        and web_settings(request).secure_cookies
+        and request_scheme(request) == "http"
+    )
 
 
 def new_session(request: Request, user: User) -> None:
@@ -191,7 +270,7 @@ async def csrf_guard(request: Request) -> None:
         form = await request.form()
         supplied = form.get(CSRF_FIELD)
     if not isinstance(expected, str) or not isinstance(supplied, str) or not expected:
-        raise Forbidden(CSRF_MESSAGE)
+        raise Forbidden(PLAIN_HTTP_MESSAGE if plain_http_without_cookie(request) else CSRF_MESSAGE)
     if not hmac.compare_digest(expected.encode(), supplied.encode()):
         raise Forbidden(CSRF_MESSAGE)
 
