@@ -128,6 +128,33 @@ def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
     assert not any(p.name == "report" for p in cell.out.rglob("*"))  # run writes only its arm
 
 
+def test_judge_replies_without_a_verdict_are_counted_apart_from_failed_calls(
+    data: Path, tmp_path: Path
+) -> None:
+    """Issue 38: they were counted as failed model calls, and since the replies are cached every
+    rerun of the suite exited 3 asking to retry what a retry cannot change."""
+    from clinieval.suite.execute import CellOutcome, SuiteOutcome, summary_lines
+
+    part = _part()
+    with FaultServer(responder=lambda _: "I would need more context to decide.") as judge:
+        shared = Shared(
+            backend=BackendOptions(n_ctx=1024, max_retries=0),
+            judge=SuiteJudge(f"openai:{judge.url}@fault", 2),
+            limit=1,
+        )
+        opts = MedAlignOptions(data=data, max_tokens=8, max_context=512, snippets=1, judge_max_tokens=64)
+        prepared = part.prepare(opts, shared, tmp_path)
+        cell = Cell(SuiteModel("smol", MODEL), tmp_path / "medalign" / "smol", shared)
+        asyncio.run(part.run(prepared, cell))
+        headline = part.headline(prepared, cell)
+    assert (headline.unparsed, headline.failed, dict(headline.scores)) == (1, 0, {})
+    outcome = SuiteOutcome((CellOutcome("medalign × smol", "complete", 1.0, unparsed_items=1),))
+    assert not outcome.with_failed_items  # so `suite run` exits 0, not 3
+    lines = summary_lines(outcome, tmp_path)
+    assert any("1 items got no verdict from the judge" in line for line in lines)
+    assert not any("retry" in line for line in lines)
+
+
 @pytest.mark.slow
 def test_headline_is_the_reports_number_and_refusals_are_left_out(data: Path, tmp_path: Path) -> None:
     """Two models behind servers (one answers every key fact, one little), the scripted judge:

@@ -40,6 +40,8 @@ class CellOutcome:
     seconds: float = 0.0
     error: str | None = None
     failed_items: int = 0
+    unparsed_items: int = 0
+    """Items the judge answered without a verdict (:attr:`Headline.unparsed`): reported, not retried."""
     echo: EchoCount = field(default_factory=EchoCount)
     """Answers of the cell's runs that mostly repeat their prompt (read from their summaries)."""
     failed_kinds: Mapping[str, int] = field(default_factory=dict)
@@ -152,10 +154,11 @@ def _finished(manifest: SuiteManifest, c: PlannedCell) -> bool:
 def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
     manifest.set_cell(c.key, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), error=None)
     start = time.perf_counter()
-    failed_items = 0
+    failed_items = unparsed = 0
     try:
         asyncio.run(c.entry.part.run(c.prepared, c.cell))
-        failed_items = c.entry.part.headline(c.prepared, c.cell).failed
+        line = c.entry.part.headline(c.prepared, c.cell)
+        failed_items, unparsed = line.failed, line.unparsed
     except UserError as e:  # worded for the suite file: a suite user has no --allow-host to pass
         return _failed(c, manifest, in_suite_terms(str(e)), start)
     except Exception as e:  # a part's own fault must not stop the other cells
@@ -169,10 +172,19 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
         wall_s=_wall(manifest, c.key, seconds),
         attempts=int(manifest.cells().get(c.key, {}).get("attempts", 0)) + 1,
         failed_items=failed_items,
+        unparsed_items=unparsed,
         **{ECHO_KEY: echo.to_dict()},
     )
     kinds = failed_kinds_under(c.cell.out) if failed_items else {}
-    return CellOutcome(c.label, "complete", seconds, failed_items=failed_items, echo=echo, failed_kinds=kinds)
+    return CellOutcome(
+        c.label,
+        "complete",
+        seconds,
+        failed_items=failed_items,
+        unparsed_items=unparsed,
+        echo=echo,
+        failed_kinds=kinds,
+    )
 
 
 def _failed(c: PlannedCell, manifest: SuiteManifest, error: str, start: float) -> CellOutcome:
@@ -204,6 +216,12 @@ def summary_lines(outcome: SuiteOutcome, out: Path) -> list[str]:
     for c in outcome.with_failed_items:
         lines.append(f"  {c.label}: {c.failed_items} items' model calls failed (left out of its score)")
         lines += [f"  {line}" for line in fix_lines(c.failed_kinds)]
+    for c in outcome.cells:
+        if c.unparsed_items:
+            lines.append(
+                f"  {c.label}: {c.unparsed_items} items got no verdict from the judge (left out of its score;"
+                " the replies are kept, so a rerun reads the same: see the cell's judge report)"
+            )
     for c in outcome.echoing:
         lines.append(f"  warning: {c.label}: {c.echo.message()}")
     if outcome.failed or outcome.with_failed_items:

@@ -120,6 +120,10 @@ class Headline:
     runs: Sequence[Path] = ()
     failed: int = 0
     scale: tuple[float, float] = (0.0, 1.0)
+    unparsed: int = 0
+    """Items left out because the judge replied without a verdict in every repeat: not a failed
+    call (the replies are cached, so a rerun asks nothing and reads the same), counted apart from
+    ``failed`` and never a reason to exit 3."""
 
 
 class SuitePart(Protocol):

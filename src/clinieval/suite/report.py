@@ -184,8 +184,11 @@ def _own_pages(done: Sequence[PlannedCell], headlines: Mapping[str, Headline], o
 
 
 def _unscored(c: PlannedCell, line: Headline) -> str:
+    why = f"{line.failed} failed"
+    if line.unparsed:
+        why += f", {line.unparsed} got no verdict from the judge"
     return (
-        f"{c.label} is left out: none of its items has a score ({line.failed} failed); "
+        f"{c.label} is left out: none of its items has a score ({why}); "
         f"{c.entry.name}'s own report and its results browser (report/{c.entry.name}/, "
         f"report/view/{c.entry.name}/) show why"
     )

@@ -82,6 +82,9 @@ class ArmAnswers:
     the repeats measured no spread, so SD and rank instability are not measured, not zero."""
     self_judged: bool = False
     """The judge is the model whose answers it judged."""
+    judge_unparsed: frozenset[str] = frozenset()
+    """Items whose every judge repeat replied without a verdict (no call failed): a rerun reads
+    the same cached replies, so these are not failures a rerun could fix."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,6 +112,7 @@ class _Judged:
     warning: str | None
     identical: bool
     self_judged: bool
+    unparsed: frozenset[str] = frozenset()
 
 
 def _verdicts(path: Path, rubric: str) -> _Judged | None:
@@ -125,8 +129,11 @@ def _verdicts(path: Path, rubric: str) -> _Judged | None:
     warning: str | None = None
     self_judged = False
     repeated = differing = 0
+    unparsed: set[str] = set()
     for (sid, _), score in scores.items():
         entries = score.metadata.get("judge_repeats") or []
+        if entries and all(e.get("values") is None and e.get("error_kind") == "unparsed" for e in entries):
+            unparsed.add(sid)
         judge_name = judge_name or (score.metadata.get("judge") or {}).get("name")
         self_judged = self_judged or bool((score.metadata.get("judge") or {}).get("self_judged"))
         warning = warning or score.metadata.get("judge_warning")
@@ -141,7 +148,8 @@ def _verdicts(path: Path, rubric: str) -> _Judged | None:
             if values is not None and int(e["repeat"]) < len(row):
                 row[int(e["repeat"])] = float(values["correct"])
         out[sid] = row
-    return _Judged(out, repeats, judge_name, warning, repeated > 0 and differing == 0, self_judged)
+    identical = repeated > 0 and differing == 0
+    return _Judged(out, repeats, judge_name, warning, identical, self_judged, frozenset(unparsed))
 
 
 def read_arm(path: Path, label: str | None = None) -> ArmAnswers:
@@ -171,7 +179,7 @@ def read_arm(path: Path, label: str | None = None) -> ArmAnswers:
     if judged is not None:
         arm.verdicts, arm.judge_repeats, arm.judge_name = judged.verdicts, judged.repeats, judged.judge
         arm.judge_warning, arm.identical_repeats = judged.warning, judged.identical
-        arm.self_judged = judged.self_judged
+        arm.self_judged, arm.judge_unparsed = judged.self_judged, judged.unparsed
     return arm
 
 

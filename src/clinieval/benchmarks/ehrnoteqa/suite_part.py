@@ -174,8 +174,10 @@ class EHRNoteQAPart:
         path = _arm_path(cell, opts)
         arm = read_arm(path)
         clusters = {i: item.patient or i for i, item in arm.items.items()}
+        unparsed = 0
         if mode == JUDGE:
             scores, runs = _judged(arm)
+            unparsed = sum(1 for i in arm.judge_unparsed if i in arm.items and i not in scores)
         else:
             values = arm.modes.get(mode, {})
             scores = {
@@ -190,7 +192,8 @@ class EHRNoteQAPart:
             clusters={i: clusters[i] for i in scores},
             judge_runs=runs,
             runs=[path],
-            failed=len(arm.items) - len(scores),
+            failed=len(arm.items) - len(scores) - unparsed,
+            unparsed=unparsed,
         )
 
     def report(self, prepared: Prepared, cells: Sequence[Cell], out: Path) -> Path | None:

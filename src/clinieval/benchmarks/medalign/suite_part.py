@@ -163,10 +163,14 @@ class MedAlignPart:
         values = arm.scores.get(payload.metric, {})
         scores: dict[str, float] = {}
         clusters: dict[str, str] = {}
-        failed = 0
+        failed = unparsed = 0
+        no_verdict = _no_verdict(path) if payload.metric == JUDGE_METRIC else frozenset()
         for rec in arm.records:
             sid = rec.sample.id
             value = values.get(sid)
+            if rec.output is not None and rec.output.ok and value is None and sid in no_verdict:
+                unparsed += 1  # answered, but the judge replied without a verdict every time
+                continue
             if rec.output is None or not rec.output.ok or value is None:
                 failed += 1  # the answer (or every judge repeat) failed: left out, never 0
                 continue
@@ -180,6 +184,7 @@ class MedAlignPart:
             runs=[path],
             failed=failed,
             scale=(0.0, 100.0) if payload.metric in PERCENT_METRICS else (0.0, 1.0),
+            unparsed=unparsed,
         )
 
     def report(self, prepared: Prepared, cells: Sequence[Cell], out: Path) -> Path | None:
@@ -302,6 +307,25 @@ async def _judge(path: Path, opts: MedAlignOptions, cell: Cell, spec: str, repea
         concurrency=cell.shared.concurrency,
         progress=cell.shared.progress,
     )
+
+
+def _no_verdict(path: Path) -> frozenset[str]:
+    """Instructions whose every judge repeat replied without a verdict (none failed as a call):
+    a rerun reads the same cached replies, so they are counted apart from failures."""
+    from clinieval.judge.run import read_judge_scores, scores_path
+    from clinieval.runs import RunDir
+
+    run = RunDir(path)
+    if not scores_path(run, RUBRIC).is_file():
+        return frozenset()
+    out = set()
+    for (sid, repeat), score in read_judge_scores(run, RUBRIC).items():
+        entries = score.metadata.get("judge_repeats") or []
+        if repeat == 0 and entries and all(
+            e.get("values") is None and e.get("error_kind") == "unparsed" for e in entries
+        ):
+            out.add(sid)
+    return frozenset(out)
 
 
 def _judge_runs(path: Path, kept: Mapping[str, float]) -> list[dict[str, float]]:
