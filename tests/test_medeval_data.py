@@ -665,6 +665,9 @@ def test_splits_are_7_1_2_deterministic_and_order_free() -> None:
         "groups": 1000,
         "duplicates_across_splits": {"test_in_train": 0, "validation_in_train": 0},
         "reports_across_splits": 0,
+        "boilerplate": {"more_than_reports": 5, "texts": 0, "items": 0},
+        "reports_sharing_text_with_train": {"test": 0, "validation": 0},
+        "shared_texts_cut": 0,
     }
 
 
