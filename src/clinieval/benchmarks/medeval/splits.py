@@ -167,10 +167,11 @@ def _cuts(n: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class _Units:
     """The items as reports: each item's unit (its report, or for an item of no known report its
-    text), each unit's texts (its sentences, :func:`text_key`), its size in items, and in how
-    many units each text is (its document frequency)."""
+    text) and sentences, each unit's texts (its items' sentences, :func:`text_key`), its size in
+    items, and in how many units each text is (its document frequency)."""
 
     of_item: list[int]
+    item_texts: list[list[str]]
     texts: list[list[str]]
     sizes: list[int]
     spread: Counter[str]
@@ -198,18 +199,19 @@ def _sentences_of(item: SentenceItem | ReportItem) -> list[str]:
 def _units(items: Sequence[Item], reports: Mapping[str, str] | None) -> _Units:
     index: dict[str, int] = {}
     of_item: list[int] = []
+    item_texts: list[list[str]] = []
     texts: list[set[str]] = []
     for item in items:
         unit = index.setdefault(_unit_name(item, reports), len(index))
         if unit == len(texts):
             texts.append(set())
         of_item.append(unit)
-        texts[unit].update(k for k in _sentences_of(item) if k)
+        item_texts.append([k for k in _sentences_of(item) if k])
+        texts[unit].update(item_texts[-1])
     sizes = Counter(of_item)
     ordered = [sorted(t) for t in texts]
-    return _Units(
-        of_item, ordered, [sizes[u] for u in range(len(texts))], Counter(k for t in ordered for k in t)
-    )
+    spread = Counter(k for t in ordered for k in t)
+    return _Units(of_item, item_texts, ordered, [sizes[u] for u in range(len(texts))], spread)
 
 
 def _groups(units: _Units, k: int) -> list[list[int]]:
@@ -286,8 +288,9 @@ def _reports_across(items: Sequence[Item], reports: Mapping[str, str] | None) ->
 
 
 def _boilerplate(units: _Units, k: int) -> dict[str, int]:
+    """The boilerplate texts (in more than ``k`` units) and the items that are, or hold, one."""
     common = {t for t, n in units.spread.items() if n > k}
-    items = sum(units.sizes[u] for u, texts in enumerate(units.texts) if common.intersection(texts))
+    items = sum(1 for texts in units.item_texts if common.intersection(texts))
     return {"more_than_reports": k, "texts": len(common), "items": items}
 
 
