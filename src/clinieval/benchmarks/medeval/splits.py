@@ -1,12 +1,14 @@
-"""MedEval's train/validation/test split: seeded 7:1:2, grouped by source report, de-duplicated.
+"""MedEval's train/validation/test split: seeded 7:1:2, held at the report level, de-duplicated.
 
-Every item without a split of its own gets one (:func:`assign_splits`): the sentences of one source
-report and every copy of one text (:func:`text_key`) form one group, and a group goes to one split,
-so no text has a copy in another split and no report's sentences straddle train and test. A split
-the data brings is kept; the leakage it has (test and validation items with a copy in train,
-reports across splits) is counted in a :class:`SplitInfo`, which the run manifest records. Apart
-from the loaders (:mod:`.tables`, :mod:`.data`) because it reads items, not files, and the
-baselines' model cards count leakage with it too (:func:`split_leakage`).
+Every item without a split of its own gets one (:func:`assign_splits`). The report is the unit
+(a sentence's source report; a stand-alone sentence with every copy of its text; a report with
+every copy of its text), and no report's items straddle splits. Reports that share a sentence
+held by at most :data:`BOILERPLATE_REPORTS` reports go to one split too; a sentence in more is
+boilerplate, ties nothing, and its copies across splits are counted. A split the data brings is
+kept; the leakage it has (test and validation items with a copy in train, reports across splits,
+test reports sharing a sentence with train) is counted in a :class:`SplitInfo`, which the run
+manifest records. Apart from the loaders (:mod:`.tables`, :mod:`.data`) because it reads items,
+not files, and the baselines' model cards count leakage with it too (:func:`split_leakage`).
 """
 
 from __future__ import annotations
