@@ -5,7 +5,12 @@ assigns the splits), and count, per level, the test (and validation) items whose
 (lower case, whitespace collapsed, punctuation stripped at the ends) has a copy in train, and the
 share of items whose normalised text occurs more than once in the whole corpus. Sentences are
 compared on their sentence, reports on their full text and, separately, on their FINDINGS (the
-summarization input). With ``--tfidf`` it also fits the TF-IDF baseline on abnormality and
+summarization input) and their IMPRESSION (the summary). For the reports it also counts the
+sentences of the test reports (FINDINGS and IMPRESSION, as the report splitter cuts them) with a
+copy in a train report, and the test reports sharing a sentence with a train report: any, and one
+in at most 5 reports (not boilerplate). ``--boilerplate`` first measures a sentence table of 300
+reports in which one sentence is in 200 of them, loaded the same way: how many reports have
+sentences in more than one split. With ``--tfidf`` it also fits the TF-IDF baseline on abnormality and
 ambiguity and prints its test accuracy (what a copy of a test sentence in train inflates). The
 counting is done here, not by clinieval, so the same script measures an older checkout too:
 
@@ -30,6 +35,7 @@ from typing import Any
 
 import clinieval
 from clinieval.benchmarks.medeval.data import load_folder
+from clinieval.benchmarks.medeval.sections import split_sentences
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 
 _SPACE = re.compile(r"\s+")
@@ -59,6 +65,49 @@ def leakage(items: Sequence[Any], text: Callable[[Any], str]) -> dict[str, Any]:
     }
 
 
+def report_sentences_shared(reports: Sequence[Any], k: int = 5) -> dict[str, Any]:
+    """Test reports' sentences with a copy in a train report, and test reports sharing any."""
+
+    def keys(r: Any) -> set[str]:
+        return {normalised(x) for x in split_sentences(r.findings) + split_sentences(r.impression)} - {""}
+
+    spread = Counter(k for r in reports for k in keys(r))
+    train = {k for r in reports if r.split == "train" for k in keys(r)}
+    test = [keys(r) for r in reports if r.split == "test"]
+    return {
+        "test_reports": len(test),
+        "test_sentences": sum(len(t) for t in test),
+        "test_sentences_in_train": sum(len(t & train) for t in test),
+        "test_reports_sharing_any": sum(bool(t & train) for t in test),
+        "test_reports_sharing_not_boilerplate": sum(any(spread[x] <= k for x in t & train) for t in test),
+    }
+
+
+def boilerplate_table(seed: int) -> dict[str, Any]:
+    """300 reports of 2-4 sentences of their own, 200 of them also holding one common sentence,
+    as a sentence table with a report_id column: how many reports straddle splits."""
+    import random
+
+    rng = random.Random(5)
+    rows = ["id,sentence,domain,report_id"]
+    for r in range(300):
+        texts = [f"Report {r} finding {n}." for n in range(rng.randint(2, 4))]
+        if r % 3:
+            texts.insert(rng.randrange(len(texts) + 1), "The heart size is normal.")
+        rows += [f"s{r}-{n},{t},chest x-ray,study{r}" for n, t in enumerate(texts)]
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "sentences.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+        data = load_folder(Path(tmp), seed=seed)
+    per_report: dict[str, set[Any]] = {}
+    for item in data.sentences:
+        per_report.setdefault(item.id.split("-")[0], set()).add(item.split)
+    return {
+        "reports": len(per_report),
+        "reports_across_splits": sum(len(s) > 1 for s in per_report.values()),
+        "split_info": data.split_info()["sentences"],
+    }
+
+
 def _tfidf(data: Any, out: Path, seed: int) -> dict[str, float]:
     from clinieval.benchmarks.medeval.baselines.train import train_baseline
 
@@ -84,6 +133,8 @@ def measure(sentences: int, reports: int, seed: int, tfidf: bool = False) -> dic
         "sentences": leakage(data.sentences, lambda s: s.sentence),
         "reports (text)": leakage(data.reports, lambda r: r.text),
         "reports (findings)": leakage(data.reports, lambda r: r.findings),
+        "reports (impression)": leakage(data.reports, lambda r: r.impression),
+        "report sentences": report_sentences_shared(data.reports),
         "split_info": data.split_info(),
         "tfidf_test_accuracy": accuracy,
     }
@@ -106,21 +157,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tfidf", action="store_true", help="also the TF-IDF baselines' test accuracy")
     ap.add_argument("--json", action="store_true", help="print the full results as JSON")
+    ap.add_argument(
+        "--boilerplate",
+        action="store_true",
+        help="also the 300-report table with one sentence in 200 reports",
+    )
     args = ap.parse_args(argv)
+    table = boilerplate_table(args.seed) if args.boilerplate else None
     results = [measure(s, r, args.seed, args.tfidf) for s, r in args.size]
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"boilerplate_table": table, "synthetic": results}, indent=2))
         return 0
     print(f"clinieval from {Path(clinieval.__file__).parent}")
+    if table is not None:
+        print(
+            f"boilerplate table: {table['reports_across_splits']} of {table['reports']} reports across splits"
+        )
     head = f"{'size':>10} {'level':>19} {'test in train':>15} {'val in train':>13} {'repeated':>9}"
     print(head)
     for res in results:
-        for level in ("sentences", "reports (text)", "reports (findings)"):
+        for level in ("sentences", "reports (text)", "reports (findings)", "reports (impression)"):
             x = res[level]
             print(
                 f"{res['size']:>10} {level:>19} {x['test_in_train']:>6} of {x['test']:<6} "
                 f"{x['validation_in_train']:>4} of {x['validation']:<4} {100 * x['repeated_share']:>8.1f}%"
             )
+    for res in results:
+        x = res["report sentences"]
+        print(
+            f"{res['size']:>10} test report sentences in a train report {x['test_sentences_in_train']} of "
+            f"{x['test_sentences']}; test reports sharing one: {x['test_reports_sharing_any']} of "
+            f"{x['test_reports']}, not boilerplate (in <= 5 reports): "
+            f"{x['test_reports_sharing_not_boilerplate']}"
+        )
     for res in results:
         if res["tfidf_test_accuracy"]:
             shown = ", ".join(f"{t} {a}" for t, a in res["tfidf_test_accuracy"].items())

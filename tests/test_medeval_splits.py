@@ -14,13 +14,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clinieval.benchmarks.medeval.baselines.train import train_baseline
 from clinieval.benchmarks.medeval.data import load_folder
 from clinieval.benchmarks.medeval.items import CHEST, SPLITS, ReportItem, SentenceItem
-from clinieval.benchmarks.medeval.splits import assign_splits
+from clinieval.benchmarks.medeval.splits import BOILERPLATE_REPORTS, assign_splits
 from clinieval.benchmarks.medeval.synth.corpus import build_corpus
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
+from clinieval.errors import UserError
 
 
 def _key(text: str) -> str:
@@ -32,6 +35,18 @@ def _splits_per_text(items: Sequence[SentenceItem]) -> dict[str, set[str | None]
     for item in items:
         out[_key(item.sentence)].add(item.split)
     return out
+
+
+def _report(item: SentenceItem) -> str:
+    return item.id.rsplit("-", 1)[0]
+
+
+def _spread_beyond_boilerplate(items: Sequence[SentenceItem], k: int = 5) -> dict[str, set[str | None]]:
+    """Texts in more than one split that are not boilerplate (in at most ``k`` reports)."""
+    reports: dict[str, set[str]] = defaultdict(set)
+    for item in items:
+        reports[_key(item.sentence)].add(_report(item))
+    return {t: s for t, s in _splits_per_text(items).items() if len(s) > 1 and len(reports[t]) <= k}
 
 
 def _report_corpus(reports: int, seed: int = 0) -> list[SentenceItem]:
@@ -58,16 +73,17 @@ def _report_corpus(reports: int, seed: int = 0) -> list[SentenceItem]:
 
 def test_no_sentence_has_a_copy_in_another_split() -> None:
     items = _report_corpus(400)
-    out, _ = assign_splits(items, seed=0)
+    out, info = assign_splits(items, seed=0)
     spread = {k: s for k, s in _splits_per_text(out).items() if len(s) > 1}
     assert not spread, list(spread.items())[:5]
+    assert info.to_json()["boilerplate"] == {"more_than_reports": 5, "texts": 0, "items": 0}
 
 
 def test_sentences_of_one_report_share_a_split() -> None:
     out, _ = assign_splits(_report_corpus(400), seed=0)
     per_report: dict[str, set[str | None]] = defaultdict(set)
     for item in out:
-        per_report[item.id.rsplit("-", 1)[0]].add(item.split)
+        per_report[_report(item)].add(item.split)
     assert all(len(s) == 1 for s in per_report.values())
 
 
@@ -92,8 +108,12 @@ def test_proportions_stay_near_7_1_2_on_a_large_corpus() -> None:
     assert shares["train"] == pytest.approx(0.7, abs=0.015)
     assert shares["validation"] == pytest.approx(0.1, abs=0.015)
     assert shares["test"] == pytest.approx(0.2, abs=0.015)
-    assert all(len(s) == 1 for s in _splits_per_text(out).values())
-    assert info.to_json()["duplicates_across_splits"] == {"test_in_train": 0, "validation_in_train": 0}
+    assert not _spread_beyond_boilerplate(out)  # only boilerplate crosses splits ...
+    data = info.to_json()
+    assert data["boilerplate"]["texts"] == 2 and data["shared_texts_cut"] == 0
+    copies = data["duplicates_across_splits"]
+    assert 0 < copies["test_in_train"] + copies["validation_in_train"] <= data["boilerplate"]["items"]
+    assert data["reports_across_splits"] == 0  # ... never a report
 
 
 def test_the_split_is_stable_under_reordering_and_seeded() -> None:
@@ -105,7 +125,7 @@ def test_the_split_is_stable_under_reordering_and_seeded() -> None:
     assert {i.id: i.split for i in again} == {i.id: i.split for i in out}
     other, _ = assign_splits(items, seed=3)
     assert {i.id: i.split for i in other} != {i.id: i.split for i in out}
-    assert all(len(s) == 1 for s in _splits_per_text(again).values())
+    assert not _spread_beyond_boilerplate(again)
 
 
 def test_a_split_column_is_kept_and_its_leakage_counted() -> None:
@@ -178,6 +198,161 @@ def test_the_baseline_card_counts_its_own_test_items_copied_in_train(tmp_path: P
     card = json.loads((trained.model_dir / "card.json").read_text())
     assert card["split"]["test_in_train"] == 3
     assert card["split"]["sentences"]["duplicates_across_splits"]["test_in_train"] == 3
+
+
+# ------------------------------------------------------- reports, the unit of a split
+
+
+def _per_report(items: Sequence[SentenceItem], reports: dict[str, str]) -> dict[str, set[str | None]]:
+    out: dict[str, set[str | None]] = defaultdict(set)
+    for item in items:
+        out[reports[item.id]].add(item.split)
+    return out
+
+
+def test_boilerplate_does_not_pull_reports_across_splits(tmp_path: Path) -> None:
+    """300 reports, one sentence in 200 of them: it used to join those 200 into one group, too big
+    to keep, so the group was cut back to text copies and 226 reports straddled splits."""
+    rng = random.Random(5)
+    rows = ["id,sentence,domain,report_id"]
+    for r in range(300):
+        texts = [f"Report {r} finding {n}." for n in range(rng.randint(2, 4))]
+        if r % 3:
+            texts.insert(rng.randrange(len(texts) + 1), "The heart size is normal.")
+        rows += [f"s{r}-{n},{t},chest x-ray,study{r}" for n, t in enumerate(texts)]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "sentences.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    data = load_folder(folder, seed=0)
+    spread = {r: s for r, s in _per_report(data.sentences, dict(data.sentence_reports)).items() if len(s) > 1}
+    assert not spread, f"{len(spread)} of 300 reports have sentences in more than one split"
+    info = data.split_info()["sentences"]
+    assert info["reports_across_splits"] == 0
+    assert info["boilerplate"] == {"more_than_reports": BOILERPLATE_REPORTS, "texts": 1, "items": 200}
+    assert (
+        "1 boilerplate texts (each in more than 5 reports; 200 items) may be in any split" in data.describe()
+    )
+    copies = info["duplicates_across_splits"]
+    in_train = sum(1 for s in data.sentences if s.split == "train" and s.sentence.startswith("The heart"))
+    assert 0 < in_train < 200 and copies["test_in_train"] > 0  # the boilerplate is in every split, counted
+    shares = {s: n / len(data.sentences) for s, n in info["counts"].items()}
+    assert shares == pytest.approx({"train": 0.7, "validation": 0.1, "test": 0.2}, abs=0.02)
+
+
+def _followed_reports(pairs: int) -> list[ReportItem]:
+    """Reports in pairs, the second a follow-up that copies a sentence of the first (real reports
+    carry sentences forward), and boilerplate in all of them."""
+    out: list[ReportItem] = []
+    for n in range(pairs):
+        nodule = f"Stable {n % 9 + 3} mm nodule in the right upper lobe, series {n}."
+        for visit, other in enumerate((f"New opacity number {n}.", f"Resolved opacity number {n}.")):
+            findings = f"{nodule} {other} No pneumothorax."
+            impression = f"Nodule, follow-up {n}." if visit else "No acute cardiopulmonary process."
+            text = f"FINDINGS: {findings}\nIMPRESSION: {impression}"
+            out.append(ReportItem(f"r{n}-{visit}", text, CHEST, findings=findings, impression=impression))
+    return out
+
+
+def test_reports_sharing_a_sentence_share_a_split() -> None:
+    out, info = assign_splits(_followed_reports(150), seed=0)
+    by_id = {r.id: r.split for r in out}
+    straddling = [n for n in range(150) if by_id[f"r{n}-0"] != by_id[f"r{n}-1"]]
+    assert not straddling, f"{len(straddling)} of 150 follow-ups are in another split than their report"
+    data = info.to_json()
+    assert data["reports_sharing_text_with_train"] == {"test": 0, "validation": 0}
+    assert data["groups"] == 150
+    assert data["boilerplate"] == {
+        "more_than_reports": 5,
+        "texts": 2,
+        "items": 300,
+    }  # no pneumothorax, the clean line
+
+
+def test_a_chain_of_shared_sentences_is_cut_between_reports_and_counted() -> None:
+    """Report n shares a sentence with report n + 1, 400 reports long: one group would be all the
+    data, so the chain is cut (into groups of at most a tenth), never a report."""
+    items: list[SentenceItem] = []
+    reports: dict[str, str] = {}
+    for r in range(400):
+        for n, text in enumerate((f"Link {r}.", f"Own {r}.", f"Link {r + 1}.")):
+            items.append(SentenceItem(f"x{r}.{n}", text, CHEST))
+            reports[f"x{r}.{n}"] = f"study{r}"
+    out, info = assign_splits(items, seed=1, reports=reports)
+    assert all(len(s) == 1 for s in _per_report(out, reports).values())
+    assert max(info.counts.values()) < len(items)
+    data = info.to_json()
+    assert data["groups"] >= 10 and data["shared_texts_cut"] >= 9
+    crossing = sum(1 for s in _splits_per_text(out).values() if len(s) > 1)
+    assert 0 < crossing <= data["shared_texts_cut"]
+    assert {s: n / len(items) for s, n in info.counts.items()} == pytest.approx(
+        {"train": 0.7, "validation": 0.1, "test": 0.2}, abs=0.06
+    )
+
+
+def test_the_boilerplate_threshold_is_an_option() -> None:
+    items = [SentenceItem(f"r{r}-f1", "No effusion.", CHEST) for r in range(8)]
+    items += [SentenceItem(f"r{r}-f2", f"Own {r}.", CHEST) for r in range(8)]
+    _, strict = assign_splits(items, seed=0, boilerplate=3)
+    _, loose = assign_splits(items, seed=0, boilerplate=10)
+    assert strict.to_json()["boilerplate"]["texts"] == 1 and strict.groups == 8
+    assert loose.to_json()["boilerplate"]["texts"] == 0 and loose.groups == 1
+    with pytest.raises(UserError, match="at least 1"):
+        assign_splits(items, seed=0, boilerplate=0)
+
+
+@st.composite
+def _structures(draw: st.DrawFn) -> tuple[list[SentenceItem], dict[str, str]]:
+    """Reports of 1 to 6 sentences, each sentence the report's own, one of a small pool shared by
+    a few reports, or one of a few boilerplate lines; reports named by a ``report_id`` mapping or
+    by the id prefix ``report_sentences`` gives; now and then a stand-alone sentence."""
+    count = draw(st.integers(120, 400))
+    pool = draw(st.integers(1, 200))
+    shares = draw(st.tuples(st.floats(0, 0.5), st.floats(0, 0.4)))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    by_column = draw(st.booleans())
+    items: list[SentenceItem] = []
+    reports: dict[str, str] = {}
+    for r in range(count):
+        if rng.random() < 0.05:
+            items.append(SentenceItem(f"alone{r}", f"Shared {rng.randrange(pool)}.", CHEST))
+            continue
+        for n in range(rng.randint(1, 6)):
+            draw_ = rng.random()
+            if draw_ < shares[0]:
+                text = f"Shared {rng.randrange(pool)}."
+            elif draw_ < shares[0] + shares[1]:
+                text = f"Boilerplate {rng.randrange(3)}."
+            else:
+                text = f"Report {r} own {n}."
+            sid = f"s{r}.{n}" if by_column else f"r{r}-f{n}"
+            items.append(SentenceItem(sid, text, CHEST))
+            reports[sid] = f"study{r}"
+    return items, (reports if by_column else {})
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(_structures(), st.integers(0, 3))
+def test_no_report_straddles_splits_and_the_shares_hold(
+    structure: tuple[list[SentenceItem], dict[str, str]], seed: int
+) -> None:
+    items, column = structure
+    out, info = assign_splits(items, seed, reports=column)
+    reports = {i.id: column.get(i.id) or (_report(i) if i.id.startswith("r") else i.id) for i in items}
+    assert all(len(s) == 1 for s in _per_report(out, reports).values())
+    assert info.reports_across_splits == 0
+    data = info.to_json()
+    assert data["reports_sharing_text_with_train"]["test"] <= data["shared_texts_cut"] * BOILERPLATE_REPORTS
+    if not data["shared_texts_cut"]:
+        assert data["reports_sharing_text_with_train"] == {"test": 0, "validation": 0}
+    n = len(items)
+    for split, share in zip(SPLITS, (0.7, 0.1, 0.2), strict=True):
+        assert abs(info.counts[split] - share * n) <= max(0.03 * n, 3), (split, dict(info.counts), n)
 
 
 # ------------------------------------------------------------- the synthetic corpus

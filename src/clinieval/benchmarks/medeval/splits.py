@@ -1,12 +1,14 @@
-"""MedEval's train/validation/test split: seeded 7:1:2, grouped by source report, de-duplicated.
+"""MedEval's train/validation/test split: seeded 7:1:2, held at the report level, de-duplicated.
 
-Every item without a split of its own gets one (:func:`assign_splits`): the sentences of one source
-report and every copy of one text (:func:`text_key`) form one group, and a group goes to one split,
-so no text has a copy in another split and no report's sentences straddle train and test. A split
-the data brings is kept; the leakage it has (test and validation items with a copy in train,
-reports across splits) is counted in a :class:`SplitInfo`, which the run manifest records. Apart
-from the loaders (:mod:`.tables`, :mod:`.data`) because it reads items, not files, and the
-baselines' model cards count leakage with it too (:func:`split_leakage`).
+Every item without a split of its own gets one (:func:`assign_splits`). The report is the unit
+(a sentence's source report; a stand-alone sentence with every copy of its text; a report with
+every copy of its text), and no report's items straddle splits. Reports that share a sentence
+held by at most :data:`BOILERPLATE_REPORTS` reports go to one split too; a sentence in more is
+boilerplate, ties nothing, and its copies across splits are counted. A split the data brings is
+kept; the leakage it has (test and validation items with a copy in train, reports across splits,
+test reports sharing a sentence with train) is counted in a :class:`SplitInfo`, which the run
+manifest records. Apart from the loaders (:mod:`.tables`, :mod:`.data`) because it reads items,
+not files, and the baselines' model cards count leakage with it too (:func:`split_leakage`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from clinieval.benchmarks.medeval.items import SPLIT_SHARES, SPLITS, ReportItem, SentenceItem, Split
-from clinieval.benchmarks.medeval.sections import normalize_space
+from clinieval.benchmarks.medeval.sections import normalize_space, split_sentences
 from clinieval.errors import UserError
 
 Item = TypeVar("Item", SentenceItem, ReportItem)
@@ -28,9 +30,13 @@ Item = TypeVar("Item", SentenceItem, ReportItem)
 _REPORT_SENTENCE = re.compile(r"(?P<report>.+)-[fi]\d+")
 """A sentence id as :func:`report_sentences` makes it: ``<report id>-f1`` (findings), ``-i2``."""
 _ENDS = string.punctuation + string.whitespace
-_BOILERPLATE_FLOOR = 50
-"""A group of more items than this and than a tenth of the data is kept whole only by its text
-copies, not by its reports (:func:`assign_splits`)."""
+BOILERPLATE_REPORTS = 5
+"""A text (:func:`text_key`) in more than this many reports is boilerplate ("No pneumothorax.",
+"Heart size is normal."): it does not hold those reports in one split, and its copies across
+splits are counted in the :class:`SplitInfo`. A text in this many or fewer still does."""
+_GROUP_FLOOR = 50
+"""A group of more items than this and than a tenth of the data is cut along the texts its
+reports share (:func:`_join`), so that one chain of shared sentences cannot fill a split."""
 
 
 def text_key(text: str) -> str:
@@ -78,8 +84,9 @@ def split_leakage(
 class SplitInfo:
     """How a set was split, for the run manifest: the seed, the shares, the counts, how many items
     kept their source's split versus how many were assigned here, how many groups the assigned
-    ones formed, and the leakage left: test and validation items with a copy in train, and source
-    reports whose sentences lie in more than one split."""
+    ones formed, and the leakage left: test and validation items with a copy in train, source
+    reports whose sentences lie in more than one split, test and validation reports that share a
+    sentence (not boilerplate) with a train report, and the boilerplate let across splits."""
 
     seed: int
     counts: Mapping[Split, int]
@@ -91,6 +98,15 @@ class SplitInfo:
         default_factory=lambda: {"test_in_train": 0, "validation_in_train": 0}
     )
     reports_across_splits: int = 0
+    boilerplate: Mapping[str, int] = field(
+        default_factory=lambda: {"more_than_reports": BOILERPLATE_REPORTS, "texts": 0, "items": 0}
+    )
+    """Texts in more than ``more_than_reports`` reports, and the items holding one."""
+    shared: Mapping[str, int] = field(
+        default_factory=lambda: {"test_reports": 0, "validation_reports": 0, "texts_cut": 0}
+    )
+    """Test and validation reports (or stand-alone sentences) sharing a text that is not
+    boilerplate with a train one, and the texts of that kind let go to keep groups small."""
 
     @property
     def method(self) -> str:
@@ -110,6 +126,12 @@ class SplitInfo:
             "groups": self.groups,
             "duplicates_across_splits": dict(self.duplicates),
             "reports_across_splits": self.reports_across_splits,
+            "boilerplate": dict(self.boilerplate),
+            "reports_sharing_text_with_train": {
+                "test": self.shared.get("test_reports", 0),
+                "validation": self.shared.get("validation_reports", 0),
+            },
+            "shared_texts_cut": self.shared.get("texts_cut", 0),
         }
 
     def describe(self) -> str:
@@ -119,6 +141,16 @@ class SplitInfo:
         line += f"{test} test and {val} validation items have a copy in train"
         if self.reports_across_splits:
             line += f"; {self.reports_across_splits} reports have sentences in more than one split"
+        test, val = self.shared.get("test_reports", 0), self.shared.get("validation_reports", 0)
+        if test or val:
+            line += (
+                f"; {test} test and {val} validation reports share a sentence (not boilerplate) with train"
+            )
+        if self.boilerplate.get("texts"):
+            k, n, items = (self.boilerplate.get(x, 0) for x in ("more_than_reports", "texts", "items"))
+            line += (
+                f"; {n} boilerplate texts (each in more than {k} reports; {items} items) may be in any split"
+            )
         return line
 
 
@@ -134,9 +166,65 @@ def _cuts(n: int) -> tuple[int, int]:
     return train, val
 
 
-def _components(keys: Sequence[Sequence[str]]) -> list[list[int]]:
-    """The indices of ``keys`` joined when they share a key (union-find), each list ascending."""
-    parent = list(range(len(keys)))
+@dataclass(frozen=True)
+class _Units:
+    """The items as reports: each item's unit (its report, or for an item of no known report its
+    text) and sentences, each unit's texts (its items' sentences, :func:`text_key`), its size in
+    items, and in how many units each text is (its document frequency)."""
+
+    of_item: list[int]
+    item_texts: list[list[str]]
+    texts: list[list[str]]
+    sizes: list[int]
+    spread: Counter[str]
+
+
+def _unit_name(item: SentenceItem | ReportItem, reports: Mapping[str, str] | None) -> str:
+    """A sentence's source report, else its text (every copy of a stand-alone sentence is one
+    unit); a report's full text (copies of one report are one unit)."""
+    report = report_of(item, reports)
+    if report is not None:
+        return f"report:{report}"
+    key = text_key(_item_text(item))
+    return f"text:{key}" if key else f"id:{item.id}"
+
+
+def _sentences_of(item: SentenceItem | ReportItem) -> list[str]:
+    """The texts that tie an item's unit to others: a sentence's own; a report's sentences of
+    FINDINGS and IMPRESSION (of its whole text when it has neither)."""
+    if isinstance(item, SentenceItem):
+        return [text_key(item.sentence)]
+    parts = [item.findings, item.impression] if item.findings or item.impression else [item.text]
+    return [text_key(s) for part in parts for s in split_sentences(part)]
+
+
+def _units(items: Sequence[Item], reports: Mapping[str, str] | None) -> _Units:
+    index: dict[str, int] = {}
+    of_item: list[int] = []
+    item_texts: list[list[str]] = []
+    texts: list[set[str]] = []
+    for item in items:
+        unit = index.setdefault(_unit_name(item, reports), len(index))
+        if unit == len(texts):
+            texts.append(set())
+        of_item.append(unit)
+        item_texts.append([k for k in _sentences_of(item) if k])
+        texts[unit].update(item_texts[-1])
+    sizes = Counter(of_item)
+    ordered = [sorted(t) for t in texts]
+    spread = Counter(k for t in ordered for k in t)
+    return _Units(of_item, item_texts, ordered, [sizes[u] for u in range(len(texts))], spread)
+
+
+def _groups(units: _Units, k: int) -> list[list[int]]:
+    """Item indices by group: units joined by the texts they share, except boilerplate (a text in
+    more than ``k`` units). Texts are taken rarest first (a sentence two reports share says more
+    about copying than one five share), and a join that would make a group of more than a tenth of
+    the items (and :data:`_GROUP_FLOOR`) is not made: that text is let go (counted as cut), so a
+    chain of shared sentences cannot fill a split, and no unit is ever cut."""
+    cap = max(_GROUP_FLOOR, len(units.of_item) // 10)
+    parent = list(range(len(units.texts)))
+    size = list(units.sizes)
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -144,36 +232,21 @@ def _components(keys: Sequence[Sequence[str]]) -> list[list[int]]:
             i = parent[i]
         return i
 
-    first: dict[str, int] = {}
-    for i, own in enumerate(keys):
-        for key in own:
-            a, b = find(first.setdefault(key, i)), find(i)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+    holders: dict[str, list[int]] = {}
+    for unit, texts in enumerate(units.texts):
+        for text in texts:
+            if 1 < units.spread[text] <= k:
+                holders.setdefault(text, []).append(unit)
+    for text in sorted(holders, key=lambda t: (units.spread[t], t)):
+        first = holders[text][0]
+        for unit in holders[text][1:]:
+            a, b = find(first), find(unit)
+            if a != b and size[a] + size[b] <= cap:
+                parent[max(a, b)], size[min(a, b)] = min(a, b), size[a] + size[b]
     out: dict[int, list[int]] = {}
-    for i in range(len(keys)):
-        out.setdefault(find(i), []).append(i)
+    for i, unit in enumerate(units.of_item):
+        out.setdefault(find(unit), []).append(i)
     return list(out.values())
-
-
-def _groups(items: Sequence[Item], reports: Mapping[str, str] | None) -> list[list[int]]:
-    """Items joined by source report and by every copy of their text; a group grown past a tenth
-    of the items (and :data:`_BOILERPLATE_FLOOR`) through sentences that many reports share is cut
-    back to its text copies, so that boilerplate cannot pull most of the data into one split."""
-    texts: list[list[str]] = []
-    joined: list[list[str]] = []
-    for item in items:
-        key, report = text_key(_item_text(item)), report_of(item, reports)
-        texts.append([f"text:{key}"] if key else [])
-        joined.append(texts[-1] + ([f"report:{report}"] if report is not None else []))
-    cap = max(_BOILERPLATE_FLOOR, len(items) // 10)
-    out: list[list[int]] = []
-    for group in _components(joined):
-        if len(group) <= cap:
-            out.append(group)
-            continue
-        out += [[group[j] for j in sub] for sub in _components([texts[i] for i in group])]
-    return out
 
 
 def _draw(seed: int, key: str) -> float:
@@ -216,26 +289,66 @@ def _reports_across(items: Sequence[Item], reports: Mapping[str, str] | None) ->
     return sum(1 for splits in seen.values() if len(splits) > 1)
 
 
+def _boilerplate(units: _Units, k: int) -> dict[str, int]:
+    """The boilerplate texts (in more than ``k`` units) and the items that are, or hold, one."""
+    common = {t for t, n in units.spread.items() if n > k}
+    items = sum(1 for texts in units.item_texts if common.intersection(texts))
+    return {"more_than_reports": k, "texts": len(common), "items": items}
+
+
+def _shared(units: _Units, splits: Sequence[set[Split | None]], k: int) -> dict[str, int]:
+    """Test and validation units (reports) that share a text held by at most ``k`` units with
+    another unit in train: what grouping by report is there to prevent."""
+    in_train: dict[str, set[int]] = {}
+    for unit, texts in enumerate(units.texts):
+        if "train" in splits[unit]:
+            for text in texts:
+                if 1 < units.spread[text] <= k:
+                    in_train.setdefault(text, set()).add(unit)
+    return {
+        f"{split}_reports": sum(
+            1
+            for u, texts in enumerate(units.texts)
+            if split in splits[u] and any(in_train.get(t, set()) - {u} for t in texts)
+        )
+        for split in ("test", "validation")
+    }
+
+
 def assign_splits(
-    items: Sequence[Item], seed: int, *, reports: Mapping[str, str] | None = None
+    items: Sequence[Item],
+    seed: int,
+    *,
+    reports: Mapping[str, str] | None = None,
+    boilerplate: int = BOILERPLATE_REPORTS,
 ) -> tuple[list[Item], SplitInfo]:
     """``items`` (same order) each with a split, and how they were split.
 
     An item keeps its source's split (the user's split is theirs; its leakage is counted in the
-    :class:`SplitInfo`). The others are split by group: the sentences of one source report
-    (:func:`report_of`; ``reports`` maps sentence ids to a ``report_id`` column) and every copy of
-    one text (:func:`text_key`) are one group, joined transitively, and a group goes to one split.
-    A group that holds an item with a split of its own follows it (the most common one). The
-    other groups fill 7:1:2 as closely as their sizes allow (:func:`_place`): the result depends
-    on the ids, texts and seed only, not on the input order, and another seed gives another split.
-    Ids must be unique.
+    :class:`SplitInfo`). The others are split by report, the unit no split cuts through: a
+    sentence's source report (:func:`report_of`; ``reports`` maps sentence ids to a ``report_id``
+    column) or, for a sentence of no known report, every copy of its text; a report with every
+    copy of its text. Units that share a sentence (:func:`text_key`) held by at most
+    ``boilerplate`` units are joined, transitively, into a group that goes to one split; a sentence
+    in more is boilerplate and joins nothing (its copies across splits are counted). A group past
+    a tenth of the items is cut along its most widely shared sentences (:func:`_join`). A group
+    that holds an item with a split of its own follows it (the most common one). The other groups
+    fill 7:1:2 as closely as their sizes allow (:func:`_place`): the result depends on the ids,
+    texts and seed only, not on the input order, and another seed gives another split. Ids must
+    be unique.
     """
     dup = next((k for k, n in Counter(i.id for i in items).items() if n > 1), None)
     if dup is not None:
         raise UserError(f"id {dup!r} appears twice; a split needs unique ids")
+    if isinstance(boilerplate, bool) or not isinstance(boilerplate, int) or boilerplate < 1:
+        raise UserError(
+            f"the boilerplate threshold must be a whole number of reports, at least 1, not {boilerplate!r}"
+        )
+    units = _units(items, reports)
     given: dict[int, Split] = {}
     free: list[list[int]] = []
-    for group in _groups(items, reports):
+    grouped = _groups(units, boilerplate)
+    for group in grouped:
         own = Counter(s for i in group if (s := items[i].split) is not None)
         if not own:
             free.append(group)
@@ -248,6 +361,9 @@ def assign_splits(
     out = [item if item.split is not None else replace(item, split=given[n]) for n, item in enumerate(items)]
     counts = Counter(i.split for i in out if i.split is not None)
     todo = sum(1 for i in items if i.split is None)
+    unit_splits: list[set[Split | None]] = [set() for _ in units.texts]
+    for n, unit in enumerate(units.of_item):
+        unit_splits[unit].add(out[n].split)
     info = SplitInfo(
         seed,
         {s: counts.get(s, 0) for s in SPLITS},
@@ -256,5 +372,21 @@ def assign_splits(
         groups=len(free),
         duplicates=leakage(out),
         reports_across_splits=_reports_across(out, reports),
+        boilerplate=_boilerplate(units, boilerplate),
+        shared={
+            **_shared(units, unit_splits, boilerplate),
+            "texts_cut": _texts_cut(units, grouped, boilerplate),
+        },
     )
     return out, info
+
+
+def _texts_cut(units: _Units, grouped: Sequence[Sequence[int]], k: int) -> int:
+    """Texts (in 2 to ``k`` units) whose units ended in more than one group."""
+    group_of = {units.of_item[i]: g for g, items in enumerate(grouped) for i in items}
+    seen: dict[str, set[int]] = {}
+    for unit, texts in enumerate(units.texts):
+        for text in texts:
+            if 1 < units.spread[text] <= k:
+                seen.setdefault(text, set()).add(group_of[unit])
+    return sum(1 for groups in seen.values() if len(groups) > 1)

@@ -11,9 +11,17 @@ text:
 * the findings hold 0-3 stated pathologies, sometimes a hedged one and a device, 2-4 negations and
   1-2 normal sentences (jargon among them), shuffled; now and then one stated finding is written
   as a contradiction, or two sentences run together without their period: real reports do both;
+* most reports (:data:`WITH_PRIOR`) compare with a dated earlier study, said in a findings
+  sentence of its own ("Comparison is made with the radiograph of March 3, 2019."); negated
+  findings are now and then listed in one sentence ("No pneumothorax or pleural effusion."), as
+  real reports do;
 * the impression restates the stated and hedged findings and the devices (or the domain's
-  "no acute abnormality" line when there is no pathology), as one line or a numbered list. It adds
-  nothing the findings do not say: a faithful summary.
+  "no acute abnormality" line when there is no pathology), as one line or a numbered list, its
+  first item set against the prior study when there is one ("Compared with the radiograph of
+  March 3, 2019, small left pleural effusion."). It adds nothing the findings do not say: a
+  faithful summary. The dated comparison is what keeps impressions apart: without it a third of
+  them were the domain's clean line, and a test impression equal to a train one is a summary
+  learnt by heart.
 
 The text is laid out like a report file (``EXAMINATION:``, ``INDICATION:``, ``FINDINGS:``,
 ``IMPRESSION:``, findings wrapped at 78 columns), so :func:`~..sections.parse_sections` reads the
@@ -30,19 +38,59 @@ from clinieval.benchmarks.medeval.items import CodeValue, ReportItem
 from clinieval.benchmarks.medeval.sections import normalize_space
 from clinieval.benchmarks.medeval.synth.domains import Domain, Finding, Normal
 from clinieval.benchmarks.medeval.synth.text import (
+    Context,
     Phrase,
     cap,
     contradiction,
+    decap,
+    fill,
     hedged,
+    negated_noun,
+    negation_list,
     pick_phrase,
+    prior_study,
     run_on,
     stated,
 )
 
-__all__ = ["Plan", "codes_of", "impression_lines", "plan_report", "report_item"]
+__all__ = [
+    "COMPARISON_SENTENCES",
+    "IMPRESSION_COMPARISONS",
+    "WITH_PRIOR",
+    "Plan",
+    "codes_of",
+    "impression_lines",
+    "plan_report",
+    "report_item",
+]
 
 POSITIVE_COUNTS = ((0, 35), (1, 35), (2, 20), (3, 10))
 """How many pathologies a report states, with weights: about a third of reports are normal."""
+
+WITH_PRIOR = 0.95
+"""The share of reports compared with a dated earlier study."""
+
+COMPARISON_SENTENCES = (
+    "Comparison is made with {prior}.",
+    "Findings are compared with {prior}.",
+    "Correlation is made with {prior}.",
+)
+"""The findings sentence naming the prior study (it states, hedges and negates nothing)."""
+
+IMPRESSION_COMPARISONS = (
+    ("Compared with {prior}, ", ""),
+    ("In comparison with {prior}, ", ""),
+    ("", ", compared with {prior}"),
+)
+"""How the impression's first item is set against the prior study: an opening or an ending.
+Neutral words only ("as on" or "unchanged" would claim a stability the findings do not state)."""
+
+LISTED_NEGATIONS = 0.6
+"""How often a report's negated findings (two or more that list cleanly) share one sentence."""
+
+IN_VIEW = 0.3
+"""How often a stated or hedged finding says where in the images it is seen ("on the lateral
+view"): it changes no code, and keeps the findings of two reports apart."""
 
 
 @dataclass(slots=True)
@@ -54,6 +102,8 @@ class Plan:
     devices: list[Phrase] = field(default_factory=list)
     negated: list[tuple[Finding, str]] = field(default_factory=list)
     normals: list[Normal] = field(default_factory=list)
+    prior: str | None = None
+    """The earlier study compared with ("the radiograph of March 3, 2019"), if any."""
 
     def used(self) -> set[str]:
         return {p.finding.code for p in (*self.positives, *self.hedged, *self.devices)}
@@ -95,6 +145,7 @@ def plan_report(domain: Domain, rng: random.Random) -> Plan:
         n for n in domain.normals if not n.excludes & used and (n.negates is None or n.negates not in taken)
     ]
     plan.normals = rng.sample(fillers, min(rng.randint(1, 2), len(fillers)))
+    plan.prior = prior_study(domain, rng) if rng.random() < WITH_PRIOR else None
     return plan
 
 
@@ -109,24 +160,58 @@ def codes_of(plan: Plan, domain: Domain) -> dict[str, CodeValue]:
     return {code: found[code] for code in domain.codes if code in found}
 
 
+def _negations(plan: Plan, rng: random.Random) -> list[str]:
+    """The negation sentences: those that list cleanly in one sentence (:data:`LISTED_NEGATIONS`,
+    in a drawn order, the rest on their own), else one per negated finding, half of those that
+    list cleanly in a drawn form ("No pneumothorax seen.", "There is no pneumothorax.")."""
+    nouns = [negated_noun(f) for f, _ in plan.negated]
+    listable = [noun for noun in nouns if noun is not None]
+    if len(listable) >= 2 and rng.random() < LISTED_NEGATIONS:
+        rng.shuffle(listable)
+        alone = [text for (_, text), noun in zip(plan.negated, nouns, strict=True) if noun is None]
+        return [negation_list(listable, rng), *alone]
+    return [
+        negation_list([noun], rng) if noun is not None and rng.random() < 0.5 else text
+        for (_, text), noun in zip(plan.negated, nouns, strict=True)
+    ]
+
+
+def _seen(sentence: str, domain: Domain, rng: random.Random) -> str:
+    """``sentence`` with, now and then (:data:`IN_VIEW`), where in the images it is seen."""
+    if not domain.views or rng.random() >= IN_VIEW:
+        return sentence
+    return Context(ending=" " + fill(rng.choice(domain.views), rng)).apply(sentence)
+
+
 def _findings(plan: Plan, domain: Domain, rng: random.Random) -> list[str]:
-    stated_ones = [stated(p, rng) for p in plan.positives]
+    stated_ones = [_seen(stated(p, rng), domain, rng) for p in plan.positives]
     if stated_ones and rng.random() < 0.12:
         stated_ones[0] = contradiction(plan.positives[0], domain, rng)[0]
-    body = [*stated_ones, *(hedged(p, rng) for p in plan.hedged)]
-    body += [text for _, text in plan.negated] + [n.text for n in plan.normals]
+    body = [*stated_ones, *(_seen(hedged(p, rng), domain, rng) for p in plan.hedged)]
+    body += _negations(plan, rng) + [n.text for n in plan.normals]
     rng.shuffle(body)
     if len(body) >= 2 and rng.random() < 0.1:
         i = rng.randrange(len(body) - 1)
         body[i : i + 2] = [run_on(body[i], body[i + 1], rng)[0]]
-    return [stated(p, rng) for p in plan.devices] + body
+    compared = [] if plan.prior is None else [_comparison(rng.choice(COMPARISON_SENTENCES), plan.prior)]
+    return compared + [stated(p, rng) for p in plan.devices] + body
+
+
+def _comparison(template: str, prior: str) -> str:
+    return template.format(prior=prior)
 
 
 def impression_lines(plan: Plan, domain: Domain, rng: random.Random) -> list[str]:
-    """The impression: stated and hedged findings (or the domain's clean line), then devices; a
-    numbered list half of the time when there are two items or more."""
+    """The impression: stated and hedged findings (or the domain's clean line), then devices, the
+    first set against the prior study when there is one; a numbered list half of the time when
+    there are two items or more."""
     items = [cap(p.np) + "." for p in plan.positives] + [f"Possible {p.np}." for p in plan.hedged]
     items = (items or [domain.clean]) + [cap(p.np) + "." for p in plan.devices]
+    if plan.prior is not None:
+        opening, ending = rng.choice(IMPRESSION_COMPARISONS)
+        first = items[0].removesuffix(".")
+        first = _comparison(opening, plan.prior) + decap(first) if opening else first
+        items[0] = first + _comparison(ending, plan.prior) + "."
     if len(items) >= 2 and rng.random() < 0.5:
         return [f"{n}. {item}" for n, item in enumerate(items, 1)]
     return [" ".join(items)]

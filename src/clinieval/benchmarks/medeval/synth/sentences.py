@@ -21,7 +21,6 @@ of a test sentence in train.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import replace
 
 from clinieval.benchmarks.medeval.items import AmbiguityKind, SentenceItem
@@ -31,6 +30,7 @@ from clinieval.benchmarks.medeval.synth.text import (
     context,
     contradiction,
     hedged,
+    negated_noun,
     negation_list,
     pick_phrase,
     run_on,
@@ -44,20 +44,10 @@ IN_CONTEXT = 0.95
 """The share of sentences set in a :class:`~.text.Context` (each part of a run-on: half); a
 sentence of fixed wording (a single negation, a plain normal statement, jargon) always is."""
 
-_NEGATED = re.compile(r"No (?P<noun>[a-z][^,.]*)\.")
-
 
 def _negated_nouns(domain: Domain) -> list[str]:
-    """The findings a "No ..." sentence negates, one per finding, for negation lists (nouns with
-    an "or" of their own or an "evidence of" are left out: they would not list cleanly)."""
-    out: list[str] = []
-    for finding in domain.findings:
-        for text in finding.negations if finding.pathology else ():
-            m = _NEGATED.fullmatch(text)
-            if m and " or " not in m["noun"] and "evidence" not in m["noun"]:
-                out.append(m["noun"])
-                break
-    return out
+    """The findings a "No ..." sentence negates, one per finding, for negation lists."""
+    return [noun for finding in domain.findings if (noun := negated_noun(finding)) is not None]
 
 
 def _situated(sentence: str, domain: Domain, rng: random.Random, share: float = IN_CONTEXT) -> str:

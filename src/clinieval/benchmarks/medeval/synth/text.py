@@ -10,7 +10,9 @@ distinct from one another (a copy of a test sentence in train would leak its lab
 
 from __future__ import annotations
 
+import functools
 import random
+import re
 import string
 from dataclasses import dataclass
 
@@ -32,8 +34,10 @@ __all__ = [
     "decap",
     "fill",
     "hedged",
+    "negated_noun",
     "negation_list",
     "pick_phrase",
+    "prior_study",
     "run_on",
     "stated",
 ]
@@ -172,6 +176,26 @@ def context(domain: Domain, rng: random.Random, *, ending: bool = True) -> Conte
     if ending and rng.random() < 0.5:
         return Context(ending=(f" {view}" if view else "") + closing.format_map(parts))
     return Context(opening=opening.format_map(parts), ending=f" {view}" if view else "")
+
+
+_NEGATED = re.compile(r"No (?P<noun>[a-z][^,.]*)\.")
+
+
+@functools.cache
+def negated_noun(finding: Finding) -> str | None:
+    """The noun a finding's first plain "No ..." negation names, for negation lists; None when it
+    has none (nouns with an "or" of their own or an "evidence of" would not list cleanly)."""
+    for text in finding.negations if finding.pathology else ():
+        m = _NEGATED.fullmatch(text)
+        if m and " or " not in m["noun"] and "evidence" not in m["noun"]:
+            return m["noun"]
+    return None
+
+
+def prior_study(domain: Domain, rng: random.Random) -> str:
+    """An earlier, dated examination of ``domain`` ("the chest radiograph of March 3, 2019")."""
+    date = f"{rng.choice(MONTHS)} {rng.randint(1, 28)}, {rng.choice(YEARS)}"
+    return f"the {rng.choice(domain.studies)} of {date}"
 
 
 def negation_list(nouns: list[str], rng: random.Random) -> str:
