@@ -144,6 +144,10 @@ BAD: dict[str, list[tuple[str, str]]] = {
     "bad margin": [
         (GOOD + "margin = 0\n", "[benchmarks.pubmedqa] margin: expected a number above 0, got 0"),
     ],
+    "judge where none is": [
+        (GOOD + "judge = true\n", "[benchmarks.pubmedqa] judge: pubmedqa is scored without a judge"),
+        (GOOD + "judge_repeats = 3\n", "[benchmarks.pubmedqa] judge_repeats: pubmedqa is scored without"),
+    ],
     "name clash": [
         (
             GOOD.replace("[models]\n", '[models]\nA = "openai:http://127.0.0.1:9/v1@fault"\n'),

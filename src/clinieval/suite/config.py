@@ -125,6 +125,12 @@ def parse_suite(text: str, path: Path, parts: Sequence[SuitePart], backend: Back
 
 def _entry(part: SuitePart, table: Mapping[str, Any], shared: Shared, source: str) -> BenchmarkEntry:
     common = common_keys()
+    given = [k for k in ("judge", "judge_repeats") if k in table and table[k] is not False]
+    if given and not part.judged:
+        raise UserError(
+            f"{source}: [benchmarks.{part.name}] {given[0]}: {part.name} is scored without a judge, so"
+            f" {given[0]} would be ignored; remove it"
+        )
     own = {k: v for k, v in table.items() if k not in common}
     try:
         options = to_options(part.options, own)

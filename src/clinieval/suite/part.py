@@ -135,6 +135,12 @@ class SuitePart(Protocol):
         ...
 
     @property
+    def judged(self) -> bool:
+        """Whether a judge model takes part in this benchmark's score (``judge``, ``judge_repeats``
+        in its table mean something); a suite file that sets them for one that has none is refused."""
+        ...
+
+    @property
     def options(self) -> type[Any]:
         """The frozen dataclass of this benchmark's suite options (``data`` included where the
         benchmark reads a data folder): the schema of its table in a suite file."""

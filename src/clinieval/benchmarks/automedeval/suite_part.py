@@ -197,6 +197,7 @@ class AutoMedEvalPart:
 
     name: str = NAME
     options: type[Any] = AutoMedEvalOptions
+    judged: bool = False
     metric: str = METRIC
 
     def prepare(self, options: Any, shared: Shared, base: Path) -> Prepared:

@@ -96,6 +96,10 @@ class EHRNoteQAPart:
         return "ehrnoteqa"
 
     @property
+    def judged(self) -> bool:
+        return True
+
+    @property
     def options(self) -> type[Any]:
         return EHRNoteQAOptions
 

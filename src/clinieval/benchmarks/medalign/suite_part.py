@@ -86,6 +86,10 @@ class MedAlignPart:
         return "medalign"
 
     @property
+    def judged(self) -> bool:
+        return True
+
+    @property
     def options(self) -> type[Any]:
         return MedAlignOptions
 

@@ -202,6 +202,7 @@ class MedEvalPart:
 
     name: str = NAME
     options: type[Any] = MedEvalOptions
+    judged: bool = False
     metric: str = METRIC
 
     def prepare(self, options: Any, shared: Shared, base: Path) -> Prepared:

@@ -59,6 +59,7 @@ class PubMedQAPart:
 
     name: str = "pubmedqa"
     options: type[Any] = PubMedQAOptions
+    judged: bool = False
     metric: str = METRIC
 
     def prepare(self, options: Any, shared: Shared, base: Path) -> Prepared:
