@@ -296,3 +296,17 @@ def test_endpoint_options_in_an_error_become_the_suite_files_keys() -> None:
     )
     # options that are not endpoint keys stay as they are
     assert in_suite_terms("use --scorer choice or --limit 5") == "use --scorer choice or --limit 5"
+
+
+def test_every_fault_of_a_suite_file_is_named_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: a file with three faults named only the first, so fixing it took three runs."""
+    text = 'sed = 3\nlimit = "5"\n' + GOOD + "splt = 'all'\n"
+    path = _suite(tmp_path, text)
+    code, _, err = _main(monkeypatch, capsys, "plan", str(path))
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"error: {path}: 3 problems: (1) ")
+    assert 'unknown key "sed"' in line and 'limit: expected an integer, got "5"' in line
+    assert '[benchmarks.pubmedqa] unknown key "splt"; did you mean "split"?' in line

@@ -134,15 +134,24 @@ def to_options(options: type[Any], table: Mapping[str, Any]) -> Any:
 
 
 def check(value: Any, schema: JSONSchema, source: str) -> None:
-    """Raise one UserError for the first place (in document order) where ``value`` breaks
-    ``schema``; ``source`` (the suite file as the user named it) starts the message."""
-    problem = _first_problem(value, schema, ())
-    if problem is not None:
-        path, message = problem
-        if path and path[-1] == _TABLE:  # about the table itself: a missing or unknown key
-            path = path[:-1]
-            raise UserError(f"{source}: {f'[{_header(path)}] ' if path else ''}{message}")
-        raise UserError(f"{source}: {where(path)}{message}")
+    """Raise one UserError naming every place (in document order) where ``value`` breaks
+    ``schema``, on one line; ``source`` (the suite file as the user named it) starts the message.
+    Every fault at once: a file with three mistakes should not take three runs to fix."""
+    problems = _problems(value, schema, ())
+    if not problems:
+        return
+    said = [_said(path, message) for path, message in problems]
+    if len(said) == 1:
+        raise UserError(f"{source}: {said[0]}")
+    listed = "; ".join(f"({n}) {text}" for n, text in enumerate(said, 1))
+    raise UserError(f"{source}: {len(said)} problems: {listed}")
+
+
+def _said(path: tuple[str, ...], message: str) -> str:
+    if path and path[-1] == _TABLE:  # about the table itself: a missing or unknown key
+        path = path[:-1]
+        return f"{f'[{_header(path)}] ' if path else ''}{message}"
+    return f"{where(path)}{message}"
 
 
 def where(path: Sequence[str]) -> str:
@@ -170,6 +179,15 @@ def _key(name: str) -> str:
 Problem = tuple[tuple[str, ...], str]
 
 
+def _problems(value: Any, schema: JSONSchema, path: tuple[str, ...]) -> list[Problem]:
+    """Every fault in ``value``: one per value that breaks its own schema (its first), and, in a
+    table, those of every key."""
+    if isinstance(value, dict) and (schema.get("type") in (None, "object")):
+        return _table_problems(value, schema, path)
+    found = _first_problem(value, schema, path)
+    return [] if found is None else [found]
+
+
 def _first_problem(value: Any, schema: JSONSchema, path: tuple[str, ...]) -> Problem | None:
     wanted = schema.get("type")
     if wanted is not None and not _has_type(value, wanted):
@@ -190,35 +208,34 @@ def _first_problem(value: Any, schema: JSONSchema, path: tuple[str, ...]) -> Pro
             if found is not None:
                 return found[0], f"item {i + 1}: {found[1]}"
     if isinstance(value, dict):
-        return _table_problem(value, schema, path)
+        inside = _table_problems(value, schema, path)
+        return inside[0] if inside else None
     return None
 
 
-def _table_problem(table: dict[str, Any], schema: JSONSchema, path: tuple[str, ...]) -> Problem | None:
+def _table_problems(table: dict[str, Any], schema: JSONSchema, path: tuple[str, ...]) -> list[Problem]:
     properties: dict[str, JSONSchema] = schema.get("properties", {})
     extra = schema.get("additionalProperties", True)
     names = schema.get("propertyNames")
+    out: list[Problem] = []
     for key, item in table.items():
         if names is not None and key not in properties:
             found = _first_problem(key, names, (*path, key))
             if found is not None:
-                return found
+                out.append(found)
+                continue
         if key in properties:
-            found = _first_problem(item, properties[key], (*path, key))
+            out += _problems(item, properties[key], (*path, key))
         elif extra is False:
-            return (*path, _TABLE), _unknown_key(key, properties, schema)
+            out.append(((*path, _TABLE), _unknown_key(key, properties, schema)))
         elif isinstance(extra, dict):
-            found = _first_problem(item, extra, (*path, key))
-        else:
-            found = None
-        if found is not None:
-            return found
+            out += _problems(item, extra, (*path, key))
     for key in schema.get("required", []):
         if key not in table:
-            return (*path, _TABLE), schema.get("requiredText", {}).get(key, f"missing key {_key(key)}")
+            out.append(((*path, _TABLE), schema.get("requiredText", {}).get(key, f"missing key {_key(key)}")))
     if len(table) < schema.get("minProperties", 0):
-        return (*path, _TABLE), schema.get("minText", "empty table")
-    return None
+        out.append(((*path, _TABLE), schema.get("minText", "empty table")))
+    return out
 
 
 def _unknown_key(key: str, properties: Mapping[str, Any], schema: JSONSchema) -> str:
