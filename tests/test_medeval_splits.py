@@ -378,3 +378,21 @@ def test_the_synthetic_corpus_is_made_of_distinct_sentences(
     train = {_key(s.sentence) for s in data.sentences if s.split == "train"}
     test = [s for s in data.sentences if s.split == "test"]
     assert sum(_key(s.sentence) in train for s in test) <= 0.01 * len(test)
+
+
+def test_every_domain_is_split_on_its_own(tmp_path: Path) -> None:
+    """Grouped by report but not by domain, the suite demo's 30 reports put all 12 chest reports in
+    train, and the chest-only codes task had no test item (issue 36's report-level split)."""
+    from collections import Counter
+
+    from clinieval.benchmarks.medeval.data import load_folder
+    from clinieval.benchmarks.medeval.synth.writer import write_synthetic
+
+    write_synthetic(tmp_path / "d", seed=0, sentences=60, reports=30, overwrite=True)
+    data = load_folder(tmp_path / "d", seed=0)
+    reports = Counter((r.domain, r.split) for r in data.items_for("summarization"))
+    sizes = Counter(r.domain for r in data.items_for("summarization"))
+    assert sizes[CHEST] >= 10
+    for domain in (d for d, n in sizes.items() if n >= 10):  # smaller ones may be one group
+        assert reports[(domain, "test")] >= 1, (domain, reports)
+    assert any(r.split == "test" for r in data.items_for("codes"))
