@@ -31,6 +31,18 @@ per observation, and the confusion of gold -> predicted values.
 
     git worktree add /tmp/labeller-before <commit before the fix>
     .venv/bin/python bench/medeval_labeller.py --dev --before /tmp/labeller-before --rounds 5 --alternations 4
+
+**On the frozen part** (``--frozen``): the same on ``tests/data/medeval-labeller-families-frozen.jsonl``,
+written from the conventions before the labeller was changed for it (issue 36).
+
+**On the generated phrasing families** (``--families``): ``--per-family`` variants of each family of
+``tests/labeller_families.py`` (a fixed sample for ``--seed``), labelled as the dev set is (before
+and after with ``--before``); printed per family: variants labelled exactly right.
+
+    .venv/bin/python bench/medeval_labeller.py --families --per-family 200 --before /tmp/labeller-before
+
+**On the CheXpert labeler's public sample** (``--samples``): its 4 reports against
+``labeled_reports.csv`` (the labeler's own output), agreement per observation; no timing.
 """
 
 from __future__ import annotations
@@ -242,6 +254,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
 # --- the development set, before and after ---------------------------------------------------
 
 DEV_SET = REPO / "tests" / "data" / "medeval-labeller-dev.jsonl"
+FROZEN = REPO / "tests" / "data" / "medeval-labeller-families-frozen.jsonl"
+NUMBER_OF: dict[str, float | None] = {"positive": 1.0, "negative": 0.0, "unknown": -1.0, "absent": None}
 VALUES = ("1.0", "0.0", "-1.0", "")
 SHOWN = {"1.0": "1", "0.0": "0", "-1.0": "-1", "": "blank"}
 
@@ -311,7 +325,9 @@ def run_dev(args: argparse.Namespace) -> dict[str, object]:
     for k in range(args.alternations):
         for name in list(sides) if k % 2 == 0 else list(reversed(sides)):
             runs[name].append(run_worker(sides[name], args))
-    results: dict[str, object] = {"dev_set": str(args.dev_set.relative_to(REPO)), "items": len(items)}
+    shown = args.dev_set.resolve()
+    name = str(shown.relative_to(REPO)) if shown.is_relative_to(REPO) else str(shown)
+    results: dict[str, object] = {"dev_set": name, "items": len(items)}
     for name, outs in runs.items():
         out = dict(outs[0])
         codes, labels = out.pop("codes"), out.pop("labels")
@@ -334,7 +350,7 @@ def show_dev(results: dict[str, Any]) -> None:
         f"{results['items']} dev-set reports ({results['dev_set']}); timed on {first['timed_reports']} "
         f"reports (the dev set repeated), median of {len(first['times_s'])} rounds"
     )
-    print(f"{'':<28}" + "".join(f"{n:>10}" for n in names))
+    print(f"{'':<28}" + "".join(f"{n:>13}" for n in names))
     rows = {
         "cells right": {n: f"{a['cells_right']}/{a['cells']}" for n, a in agree.items()},
         "cells right %": {n: f"{a['cell_agreement'] * 100:.2f}%" for n, a in agree.items()},
@@ -343,7 +359,7 @@ def show_dev(results: dict[str, Any]) -> None:
         "reports/s (median)": {n: f"{sides[n]['reports_per_s']:.0f}" for n in names},
     }
     for title, cells in rows.items():
-        print(f"{title:<28}" + "".join(f"{cells[n]:>10}" for n in names))
+        print(f"{title:<28}" + "".join(f"{cells[n]:>13}" for n in names))
     print("agreement per observation")
     for code in first["agreement"]["per_observation"]:
         print(f"  {code:<26}" + "".join(f"{agree[n]['per_observation'][code] * 100:>9.1f}%" for n in names))
@@ -358,6 +374,76 @@ def show_dev(results: dict[str, Any]) -> None:
         print(f"{n}: {len(wrong)} reports not exact" + (":" if wrong else ""))
         for line in wrong:
             print(f"  {line}")
+
+
+# --- the generated phrasing families -----------------------------------------------------------
+
+
+def families_file(per_family: int, seed: int, folder: Path) -> Path:
+    """The families' fixed sample written as a dev set (style: the family), for the workers."""
+    sys.path.insert(0, str(REPO))
+    from tests.labeller_families import sample
+
+    path = folder / f"families-{per_family}-{seed}.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for i, v in enumerate(sample(per_family=per_family, seed=seed)):
+            labels = {code: NUMBER_OF[value] for code, value in v.expected.items()}
+            row = {"id": f"{v.family}-{i}", "style": v.family, "report": v.report, "labels": labels}
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def per_family(results: dict[str, Any]) -> dict[str, dict[str, list[int]]]:
+    """Side -> family -> [variants exactly right, variants]."""
+    items = dev_items(Path(results["dev_set_path"]))
+    out: dict[str, dict[str, list[int]]] = {}
+    for side in ("before", "after"):
+        if side not in results:
+            continue
+        wrong = {line.split(":")[0] for line in results[side]["agreement"]["wrong"]}
+        counts: dict[str, list[int]] = {}
+        for item in items:
+            n = counts.setdefault(str(item["style"]), [0, 0])
+            n[0] += str(item["id"]) not in wrong
+            n[1] += 1
+        out[side] = counts
+    return out
+
+
+def show_families(results: dict[str, Any]) -> None:
+    counts = results["families"]
+    names = list(counts)
+    print(f"generated phrasing families (tests/labeller_families.py), seed {results['seed']}")
+    print(f"{'family':<22}" + "".join(f"{n:>14}" for n in names))
+    for family in counts[names[-1]]:
+        print(f"{family:<22}" + "".join(f"{'{}/{}'.format(*counts[n][family]):>14}" for n in names))
+    totals = {n: [sum(c[i] for c in counts[n].values()) for i in (0, 1)] for n in names}
+    print(f"{'all':<22}" + "".join(f"{'{}/{}'.format(*totals[n]):>14}" for n in names))
+
+
+# --- the CheXpert labeler's public sample ---------------------------------------------------------
+
+
+def run_samples(args: argparse.Namespace) -> dict[str, object]:
+    """This labeller on the labeler's 4 sample reports, per observation against its own labels."""
+    public = read_reports(args.chexpert / "sample_reports.csv")
+    with (args.chexpert / "labeled_reports.csv").open(newline="", encoding="utf-8") as f:
+        gold = list(csv.reader(f))[1:]
+    labeller = Labeller("chest x-ray", chexpert=args.chexpert)
+    labels = labeller.label(public)
+    per_code = {
+        code: sum(CHEXPERT_NUMBERS[lab[code]] == row[i + 1] for lab, row in zip(labels, gold, strict=True))
+        for i, code in enumerate(labeller.codes)
+    }
+    return {"reports": len(public), "per_observation": per_code, **agreement(labels, gold, labeller.codes)}
+
+
+def show_samples(results: dict[str, Any]) -> None:
+    n = results["reports"]
+    print(f"the CheXpert labeler's {n} sample reports vs its labeled_reports.csv, per observation")
+    for code, right in results["per_observation"].items():
+        print(f"  {code:<28}{right}/{n}")
+    print(f"cells {results['cells_agree']}/{results['cells']}, reports exact {results['rows_exact']}/{n}")
 
 
 def environment() -> dict[str, object]:
@@ -404,17 +490,39 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--window", type=int, default=5, help="regex labeller: words looked back for a cue")
     parser.add_argument("--dev", action="store_true", help="measure on the development set instead")
+    parser.add_argument("--frozen", action="store_true", help="measure on the frozen part (as --dev)")
+    parser.add_argument("--families", action="store_true", help="count the generated families right")
+    parser.add_argument("--per-family", type=int, default=200, help="families: variants drawn per family")
+    parser.add_argument("--seed", type=int, default=0, help="families: the sample's seed")
+    parser.add_argument("--samples", action="store_true", help="the labeler's 4 samples")
     parser.add_argument("--dev-set", type=Path, default=DEV_SET, help="the development set (JSONL)")
     parser.add_argument("--dev-repeat", type=int, default=4, help="times the dev set is repeated when timed")
     parser.add_argument("--before", type=Path, help="an older checkout to compare with (its src/ is used)")
     parser.add_argument("--alternations", type=int, default=4, help="dev: runs of each side, alternating")
     args = parser.parse_args()
-    results = run_dev(args) if args.dev else run(args)
-    results["environment"] = environment()
-    (show_dev if args.dev else show)(results)
-    stem = "medeval_labeller-dev" if args.dev else "medeval_labeller"
-    out = REPO / "bench" / "out" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out_dir = REPO / "bench" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.frozen:
+        args.dev, args.dev_set = True, FROZEN
+    if args.families:
+        args.dev, args.dev_set = True, families_file(args.per_family, args.seed, out_dir)
+    if args.samples:
+        results = run_samples(args)
+        show_samples(results)
+        stem = "medeval_labeller-samples"
+    else:
+        results = run_dev(args) if args.dev else run(args)
+        results["environment"] = environment()
+        (show_dev if args.dev else show)(results)
+        stem = "medeval_labeller-dev" if args.dev else "medeval_labeller"
+    if args.families:
+        results.update(dev_set_path=str(args.dev_set), seed=args.seed)
+        results["families"] = per_family(results)
+        show_families(results)
+        stem = "medeval_labeller-families"
+    if args.frozen:
+        stem = "medeval_labeller-frozen"
+    out = out_dir / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out.relative_to(REPO)}")
 

@@ -24,13 +24,23 @@ Checks (what a trigger may modify, besides being in its sentence and scope):
   mention it describes: one right next to it, one up to two words after it ("normal interstitial
   markings"), or a structure ("heart size", "mediastinal contour") anywhere in the same list:
   "Normal heart size and mediastinal contour", "Heart size, mediastinal contour and pulmonary
-  vascularity are within normal limits", "normal in size and contour". A list is made of structure
-  words, mentions and :data:`LIST_WORDS`; a copula followed by another mention starts a new clause.
+  vascularity are within normal limits", "normal in size and contour", "The heart and pulmonary
+  XXXX are normal". A list's members may be anything but a finding's mention or a word of
+  :data:`LIST_STOPS` (a structure said to be enlarged, "with ..."): reports list what they found
+  normal, observations or not ("bony structures", Open-i's "XXXX"). A clause verb ends the list:
+  after it only the statement's own words may follow ("is stable and normal"), so "Heart size is
+  stable, the lungs are normal" leaves the heart size alone.
 * ``structure``: "stable / unchanged" makes a structure uncertain (CheXpert: "stable heart size"
   says nothing about the size) unless its size is stated ("stable enlargement of the cardiac
   silhouette" is positive), and leaves findings alone ("stable cardiomegaly" is positive).
 * ``nearest``: only the nearest mention ("atelectasis versus pneumonia" leaves the opacity before
   them alone; "with infection not excluded" leaves the atelectasis before it alone).
+* ``predicate``: forward onto the nearest mention ("borderline enlarged heart"); backward only onto
+  the subject it is said of ("the heart is borderline in size", "heart size borderline"), so that
+  "atelectasis, borderline heart size" leaves the atelectasis alone.
+* ``dropped_of``: "clear" with its "of" dropped ("lungs are expanded and clear airspace disease"):
+  a finding right after it, or the rest of a list that starts there; never a structure, nor a
+  mention that has a clause of its own ("lungs clear bilateral effusions are present").
 * ``participle``: backward onto its subject ("pneumonia resolved"); forward only as a participle
   before its noun ("resolved pneumonia"), not as a predicate that ends a clause ("the effusion has
   resolved, chest tube in place").
@@ -55,7 +65,7 @@ from clinieval.benchmarks.medeval.labeller.patterns import (
 )
 
 Direction: TypeAlias = Literal["FORWARD", "BACKWARD", "BIDIRECTIONAL", "TERMINATE", "PSEUDO"]
-Check: TypeAlias = Literal["", "normal", "structure", "nearest", "participle"]
+Check: TypeAlias = Literal["", "normal", "structure", "nearest", "participle", "predicate", "dropped_of"]
 
 UNCERTAIN_FIRST = "UNCERTAIN_FIRST"
 """CheXpert's pre-negation uncertainty: phrases holding a negation that still mean "maybe"."""
@@ -94,12 +104,15 @@ COPULAS = frozenset({
 })  # fmt: skip
 """Words between a subject and its normality statement ("markings are otherwise normal")."""
 
-LIST_WORDS = frozenset({
-    ",", "and", "or", "in", "for", "of", "the", "its", "their", "cardiac", "pulmonary", "vascularity",
-    "vasculature", "vascular", "hilar", "hila", "aortic", "pleural", "spaces", "appearance", "shape",
-    "contours", "silhouettes", "sizes", "structures", "patient", "patient's", "age",
-})  # fmt: skip
-"""Words that may stand in a list of structures that one normality statement describes."""
+LIST_STOPS = frozenset({
+    "with", "without", "but", "no", "not", "versus", "vs", "except", "than", "there", "new",
+    "tortuous", "tortuosity", "ectatic", "shifted", "deviated", "displaced", "asymmetric", "irregular",
+    "bulging", "lobulated", "obscured", "blunted", "unfolded", "unfolding",
+}) | ABNORMAL_SIZE  # fmt: skip
+"""Words that end a list a normality statement describes: a preposition or negation that starts a
+phrase of its own ("normal heart size with ..."), or a word that says a member is abnormal. Any
+other word may name a list member that is no observation ("The heart and pulmonary XXXX are
+normal": "pulmonary XXXX", "bony structures", "soft tissues")."""
 
 DEGREE_ADVERBS = ("significantly", "appreciably", "substantially", "definitely", "grossly", "markedly")
 """Adverbs between "not" and the word it negates ("not significantly enlarged")."""
@@ -187,12 +200,15 @@ NEGATION: dict[str, tuple[Modifier, ...]] = _entries(N, {
     "unremarkable": _many(N, "BIDIRECTIONAL", "unremarkable|unremarkable in appearance", None, "normal"),
     "limit": _many(N, "BIDIRECTIONAL",
                    "within normal limits|within normal limit|within the normal limits|within normal range|"
+                   "within normal|"
                    "within the normal range|upper limits of normal|upper limit of normal|"
                    "at the upper limits of normal|at the upper limit of normal|upper limits normal|"
                    "upper limit normal|wnl", None, "normal"),
     "clear": (
         # "clear of X", and Open-i's de-identified "clear XXXX X" (the XXXX is "of" or "without")
         *_many(N, "FORWARD", "clear of|cleared of|clear XXXX|clear XXXX XXXX"),
+        # ... and "clear X" with the "of" dropped ("lungs are expanded and clear airspace disease")
+        *_many(N, "FORWARD", "clear", 10, "dropped_of"),
         *_many(N, "BACKWARD", "cleared|has cleared|have cleared|has been cleared|has since cleared|"
                "have since cleared|now cleared", 8),
     ),
@@ -277,11 +293,8 @@ POST_NEGATION: dict[str, tuple[Modifier, ...]] = _entries(U, {
     "maybe": _many(U, "FORWARD", "maybe"),
     "secondary": _many(U, "FORWARD", "secondary to"),
     "differential": _many(U, "FORWARD", "differential diagnosis|differential includes|differential"),
-    "borderline": (
-        *_many(U, "FORWARD", "borderline"),
-        *_many(U, "BACKWARD", "is borderline|are borderline|borderline enlarged|remains borderline|"
-               "borderline in size|is borderline in size", 8, "nearest"),
-    ),
+    # one rule both ways: "borderline enlarged heart" and "the heart is borderline (in size)" alike
+    "borderline": _many(U, "BIDIRECTIONAL", "borderline", 8, "predicate"),
     "evaluate": _many(U, "BACKWARD", "not well evaluated|not evaluated|poorly evaluated|"
                       "incompletely evaluated|not fully evaluated|not well assessed", 8),
     "visualize": _many(U, "BACKWARD", "not well visualized|not visualized|poorly visualized|"
@@ -348,6 +361,7 @@ ADDITIONS: tuple[Modifier, ...] = (
     *_many(U, "FORWARD",
            "suggestive of|suggesting|suggests|suggest|indeterminate|equivocal|rule out|evaluate for|"
            "evaluation for|assess for"),
+    *_many(U, "BACKWARD", "is equivocal|are equivocal|is indeterminate|are indeterminate", 8, "nearest"),
     # words that look like a trigger but are not one
     *_many(PSEUDO, "PSEUDO",
            "no increase|no decrease|not only|no further|gram negative|not necessarily"),

@@ -35,7 +35,7 @@ from clinieval.benchmarks.medeval.labeller.aggregate import Mention, aggregate
 from clinieval.benchmarks.medeval.labeller.modifiers import (
     ABNORMAL_SIZE,
     COPULAS,
-    LIST_WORDS,
+    LIST_STOPS,
     NEGATED,
     PRECEDENCE,
     UNCERTAIN,
@@ -47,7 +47,7 @@ from clinieval.benchmarks.medeval.labeller.rules import DomainRules, Phrase, rul
 
 if TYPE_CHECKING:
     from spacy.language import Language
-    from spacy.tokens import Doc, Span
+    from spacy.tokens import Doc, Span, Token
 
 MENTIONS = "clinieval_mentions"
 UNMENTIONS = "clinieval_unmentions"
@@ -124,10 +124,8 @@ class Checks:
     def __init__(self, context: ContextRules) -> None:
         self.structures = context.structures
         stable = {w for m in context.modifiers if m.check == "structure" for w in m.literal.lower().split()}
-        self.glue_after = LIST_WORDS | self.structures
-        """What may stand between "normal" and a structure after it: "normal heart size and contour"."""
-        self.glue_before = self.glue_after | COPULAS | stable
-        """... and between a structure and its statement: "contour is stable and normal"."""
+        self.after_clause = COPULAS | stable | {",", "and", "in", "at"}
+        """What may follow a list's verb before its normality statement: "contour is stable and normal"."""
 
     def function(self, check: str) -> CheckFunction | None:
         return {
@@ -135,6 +133,8 @@ class Checks:
             "structure": self.structure,
             "nearest": self.nearest,
             "participle": self.participle,
+            "predicate": self.predicate,
+            "dropped_of": self.dropped_of,
         }.get(check)
 
     def names_structure(self, target: Span) -> bool:
@@ -156,19 +156,43 @@ class Checks:
                 tokens.update(range(m.start, m.end))
         return tokens
 
-    def in_list(self, gap: Span, glue: frozenset[str]) -> bool:
-        """The gap is part of a list of structures: glue words and structure mentions, and no
-        copula followed by another mention (that starts a clause of its own)."""
-        structure_tokens = self.mention_tokens(gap.doc, self.structures)
-        copula = False
+    def finding_tokens(self, doc: Doc) -> set[int]:
+        """Tokens of mentions that name a finding, not a structure ("effusion", "calcified")."""
+        return self.mention_tokens(doc) - self.mention_tokens(doc, self.structures)
+
+    @staticmethod
+    def member_word(token: Token) -> bool:
+        """A word that may be (part of) a list member: "pulmonary", "XXXX", "soft-tissue"."""
+        return token.is_alpha or (not token.is_punct and any(c.isalpha() for c in token.text))
+
+    def in_list(self, gap: Span, backward: bool) -> bool:
+        """The gap is part of the list one normality statement describes: members (structures and
+        anything that is no finding), commas and conjunctions, no word of ``LIST_STOPS``; going
+        back to a subject, its verb may come once, and nothing but the statement's words after it."""
+        findings = self.finding_tokens(gap.doc)
+        clause = False
         for t in gap:
-            if t.i in structure_tokens:
-                if copula:
+            word = t.lower_
+            if clause:
+                if word not in self.after_clause:
                     return False
-            elif t.lower_ not in glue:
+            elif t.i in findings or word in LIST_STOPS:
                 return False
-            copula = copula or t.lower_ in CLAUSE_VERBS
+            elif word in CLAUSE_VERBS or word in ("be", "been"):
+                if not backward:
+                    return False
+                clause = True
+            elif not (word in (",", "and", "or") or self.member_word(t)):
+                return False
         return True
+
+    @staticmethod
+    def sized(target: Span, before: int = 2) -> bool:
+        """The target or the words just before it say the structure is abnormal ("enlarged heart
+        size"): no normality statement further off describes it."""
+        doc = target.doc
+        start = max(target.sent.start, target.start - before)
+        return any(t.lower_ in ABNORMAL_SIZE for t in doc[start : target.end])
 
     def normal(self, target: Span, modifier: Span, _between: Span) -> bool:
         gap = self.gap(target, modifier)
@@ -177,25 +201,58 @@ class Checks:
                 return True
             after = target.doc[target.end] if target.end < len(target.doc) else None
             described = after is not None and (after.lower_ in CLAUSE_VERBS or after.lower_ in ABNORMAL_SIZE)
-            return self.names_structure(target) and self.in_list(gap, self.glue_after) and not described
+            return (
+                self.names_structure(target)
+                and not described
+                and not self.sized(target, 0)
+                and self.in_list(gap, backward=False)
+            )
         if all(t.lower_ in COPULAS for t in gap):  # "markings are normal"
             return True
-        return self.names_structure(target) and self.in_list(gap, self.glue_before)
+        return self.names_structure(target) and not self.sized(target) and self.in_list(gap, backward=True)
 
-    def structure(self, target: Span, _modifier: Span, _between: Span) -> bool:
-        """A structure whose size the sentence does not state near it."""
+    def structure(self, target: Span, modifier: Span, _between: Span) -> bool:
+        """A structure whose size the sentence does not state near it: not in the mention itself
+        ("enlarged heart"), not between it and "stable", not three words before or after it."""
         if not self.names_structure(target):
             return False
         doc = target.doc
-        i = target.start
-        while i > 0 and target.start - i < 3 and not doc[i].is_sent_start:
-            i -= 1
-            if doc[i].lower_ in ABNORMAL_SIZE:
+        sent = target.sent
+        start = min(max(sent.start, target.start - 3), modifier.start)
+        end = max(min(sent.end, target.end + 3), modifier.end)
+        return not any(t.lower_ in ABNORMAL_SIZE for t in doc[start:end])
+
+    def predicate(self, target: Span, modifier: Span, between: Span) -> bool:
+        """Forward: the nearest mention. Backward: the subject the word is said of, with nothing
+        but a verb between ("the heart is borderline", "heart size borderline")."""
+        if target.start >= modifier.end:
+            return self.nearest(target, modifier, between)
+        gap = self.gap(target, modifier)
+        subject = self.mention_tokens(target.doc, self.structures)  # "[the heart] size is borderline"
+        return len(gap) <= 4 and all(t.lower_ in COPULAS or t.lower_ == "xxxx" or t.i in subject for t in gap)
+
+    def dropped_of(self, target: Span, modifier: Span, _between: Span) -> bool:
+        """ "clear airspace disease", "clear focal consolidation or effusion": up to two words
+        before the first finding, then only findings, their words and conjunctions."""
+        if target.start < modifier.end or self.names_structure(target):
+            return False
+        doc = target.doc
+        after = doc[target.end] if target.end < len(doc) else None
+        if after is not None and (after.lower_ in CLAUSE_VERBS or after.lower_ in ABNORMAL_SIZE):
+            return False
+        mentions = self.mention_tokens(doc)
+        lead = 0
+        seen_mention = False
+        for t in self.gap(target, modifier):
+            word = t.lower_
+            if t.i in mentions:
+                seen_mention = True
+            elif word in LIST_STOPS or word in CLAUSE_VERBS:
                 return False
-        for t in doc[target.end : target.end + 3]:
-            if t.is_sent_start:
-                break
-            if t.lower_ in ABNORMAL_SIZE:
+            elif seen_mention:
+                if not (word in (",", "and", "or") or t.is_alpha):
+                    return False
+            elif not t.is_alpha or word in ("and", "or") or (lead := lead + 1) > 2:
                 return False
         return True
 
