@@ -22,6 +22,7 @@ from clinieval.review.db import ACTIONS, User
 from clinieval.review.study_kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
 from clinieval.review.study_kinds.form_fields import FormData, one
 from clinieval.review.web import data, record
+from clinieval.review.web.chart import chart_markup
 from clinieval.review.web.render import render
 from clinieval.review.web.security import current_user, engine_of, found
 
@@ -108,6 +109,13 @@ def _version(raw: str | None) -> int | None:
         return None
 
 
+def _record_tab(request: Request) -> str:
+    """The record tab the page opens on: Raw when a raw page or the Raw tab was asked for by URL
+    (the links a browser without script follows), else the chart."""
+    query = request.query_params
+    return "raw" if "page" in query or query.get("view") == "raw" else "chart"
+
+
 def item_response(
     request: Request,
     user: User,
@@ -140,6 +148,8 @@ def item_response(
         "record_page": page,
         "record_pages": len(starts),
         "record_chars": len(text),
+        "record_chart": chart_markup(text),
+        "record_tab": _record_tab(request),
         "next_id": data.next_open(engine, user.id, view.id),
         "reasons": REASONS,
         "decisions": DECISIONS,
