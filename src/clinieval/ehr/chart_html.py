@@ -12,7 +12,7 @@ Stable ids (``<p>`` is the ``prefix`` argument; tests rely on them): ``#<p>`` (`
 ``data-kind``), ``#<p>-search`` (the find box), ``#<p>-search-prev`` / ``-next``,
 ``#<p>-search-count``, ``#<p>-date`` (jump to date), ``#<p>-expand`` / ``#<p>-collapse``,
 ``#<p>-problem`` (why the XML did not read); ``details.encounter[data-day=YYYY-MM-DD]`` newest first,
-``section.chart-section[data-section]``, ``table.labs``, ``abbr.code[title]``, ``section.text-section``.
+``div.chart-section[data-section]``, ``table.labs``, ``abbr.code[title]``, ``div.text-section``.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def _fact(f: Fact) -> str:
 def _facts_section(title: str, facts: Sequence[Fact]) -> str:
     items = "".join(_fact(f) for f in facts)
     return (
-        f'<section class="chart-section" data-section="{_e(title)}"><h4>{_e(title)}</h4>'
-        f'<ul class="facts">{items}</ul></section>'
+        f'<div class="chart-section" data-section="{_e(title)}"><h4>{_e(title)}</h4>'
+        f'<ul class="facts">{items}</ul></div>'
     )
 
 
@@ -91,9 +91,9 @@ def _labs(labs: Sequence[Lab]) -> str:
         return ""
     rows = "".join(_lab_row(x) for x in labs)
     return (
-        '<section class="chart-section" data-section="Labs and measurements"><h4>Labs and measurements</h4>'
+        '<div class="chart-section" data-section="Labs and measurements"><h4>Labs and measurements</h4>'
         '<table class="labs"><thead><tr><th>Time</th><th>Test</th><th>Value</th><th>Unit</th><th>Flag</th>'
-        f"</tr></thead><tbody>{rows}</tbody></table></section>"
+        f"</tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -108,8 +108,8 @@ def _notes(notes: Sequence[ChartNote]) -> str:
     if not notes:
         return ""
     return (
-        '<section class="chart-section" data-section="Notes"><h4>Notes</h4>'
-        f"{''.join(_note(n) for n in notes)}</section>"
+        '<div class="chart-section" data-section="Notes"><h4>Notes</h4>'
+        f"{''.join(_note(n) for n in notes)}</div>"
     )
 
 
@@ -142,7 +142,7 @@ def _encounter(enc: Encounter, index: int, prefix: str) -> str:
 def _text_section(s: TextSection, index: int) -> str:
     title = f"<h4>{_e(s.title)}</h4>" if s.title else ""
     text = f'<div class="note-text">{_e(s.text)}</div>'
-    return f'<section class="text-section" data-index="{index}">{title}{text}</section>'
+    return f'<div class="text-section" data-index="{index}">{title}{text}</div>'
 
 
 def _tools(chart: Chart, prefix: str) -> str:
