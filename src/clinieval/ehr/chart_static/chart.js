@@ -126,10 +126,17 @@
     if (collapse) collapse.addEventListener("click", function () { setAll(false); });
   }
 
+  // Wires every chart not wired yet; a page that inserts a chart later (the review app loads it as
+  // a fragment) calls window.clinievalChart.start() again.
   function start() {
     var charts = document.querySelectorAll(".chart[id]");
-    for (var i = 0; i < charts.length; i++) wire(charts[i]);
+    for (var i = 0; i < charts.length; i++) {
+      if (charts[i].dataset.wired) continue;
+      charts[i].dataset.wired = "1";
+      wire(charts[i]);
+    }
   }
+  window.clinievalChart = { start: start };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

@@ -184,6 +184,14 @@
     document.getElementById("record-raw-panel").hidden = name !== "raw";
   }
 
+  // The chart comes as a fragment once the page (and the form) is up, so the page stays small.
+  var chartBox = document.getElementById("record-chart-container");
+  if (chartBox) {
+    fetchFragment(chartBox.dataset.src, "record-chart-container", function () {
+      if (window.clinievalChart) window.clinievalChart.start();
+    });
+  }
+
   if (pane) {
     pane.addEventListener("click", function (event) {
       var tab = event.target.closest(".record-tabs [data-tab]");

@@ -22,7 +22,6 @@ from clinieval.review.db import ACTIONS, User
 from clinieval.review.study_kinds import DECISIONS, REASONS, SCALE_RANGE, get_kind
 from clinieval.review.study_kinds.form_fields import FormData, one
 from clinieval.review.web import data, record
-from clinieval.review.web.chart import chart_markup
 from clinieval.review.web.render import render
 from clinieval.review.web.security import current_user, engine_of, found
 
@@ -148,7 +147,6 @@ def item_response(
         "record_page": page,
         "record_pages": len(starts),
         "record_chars": len(text),
-        "record_chart": chart_markup(text),
         "record_tab": _record_tab(request),
         "next_id": data.next_open(engine, user.id, view.id),
         "reasons": REASONS,
