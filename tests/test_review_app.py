@@ -687,6 +687,24 @@ def test_long_record_comes_in_bounded_pages(app_client: TestClient, engine: Engi
     assert record_text(app_client.get(f"/a/{aid}?page=7").text).startswith("line 01200 ")
 
 
+def test_the_chart_comes_as_an_escaped_fragment_of_the_callers_own_item(
+    app_client: TestClient, engine: Engine
+) -> None:
+    """The item page stays small (the chart is fetched after it); the fragment is the whole record
+    as a chart, every byte of it escaped, and only for an assignment of the caller."""
+    login(app_client, "ann")
+    aid = assignment_of(engine, "ann", "rank-study", "r1")
+    page = app_client.get(f"/a/{aid}")
+    assert f'data-src="/a/{aid}/chart"' in page.text and 'class="chart"' not in page.text
+    chart = app_client.get(f"/a/{aid}/chart")
+    assert chart.status_code == 200 and 'id="chart" data-kind="text"' in chart.text
+    assert "line 00000 " in chart.text and "final line zebrafinch" in chart.text  # the whole record
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in chart.text and "<script>alert" not in chart.text
+    assert app_client.get(f"/a/{aid + 10_000}/chart").status_code == 404
+    assert app_client.get("/static/chart/chart.js").headers["content-type"].startswith("text/javascript")
+    assert app_client.get("/static/chart/other.js").status_code == 404
+
+
 def test_search_finds_every_page_holding_the_term(app_client: TestClient, engine: Engine) -> None:
     login(app_client, "ann")
     aid = assignment_of(engine, "ann", "rank-study", "r1")

@@ -8,8 +8,9 @@ database holds exactly what was chosen; a draft survives closing the browser; tw
 at once without touching each other's work; a save from a stale tab is refused with 409, the
 stored values untouched and the typed ones still in the form; a POST without the CSRF token is
 refused and changes nothing; a reviewer cannot open an admin page or another reviewer's item;
-the record pane pages and searches a long record; no page source names a model; the export of two
-reviewers' rankings goes through ``clinieval analyze`` to numbers worked out by hand.
+the record opens as a chart and its Raw tab pages and searches a long record; no page source names
+a model; the export of two reviewers' rankings goes through ``clinieval analyze`` to numbers worked
+out by hand.
 
 Screenshots: with ``CLINIEVAL_SCREENSHOTS=1`` the tests save each screen (1280x900) to
 ``docs/review/*.png`` for docs/review-guide.md. The data and the assignment seed are fixed, so a
@@ -776,6 +777,9 @@ def test_the_record_pane_pages_and_searches_a_long_record(site: Site, browsing: 
     login(page, site, "dr-ng")
     aid = site.aid("dr-ng", RANK, "q01")
     goto(page, site, f"/a/{aid}")
+    expect(page.locator("#record-chart-panel")).to_be_visible()  # the chart opens first
+    expect(page.locator("#record-raw-panel")).to_be_hidden()
+    page.click("#record-tab-raw")  # the paged raw text, one click away
     expect(page.locator("#record-page-number")).to_have_text("1")
     expect(page.locator("#record-page-count")).to_have_text("3")
     expect(page.locator("#record-prev")).to_have_attribute("aria-disabled", "true")
@@ -1130,7 +1134,12 @@ def test_an_item_built_from_runs_shows_its_record(site: Site, browsing: Browsing
     expect(page.locator("#item-key")).to_have_text("q1")
     expect(page.locator("#prompt .text")).to_have_text(QUESTIONS["q1"])
     expect(page.locator("#record-empty")).to_have_count(0)
-    expect(page.locator("#record-text")).to_have_text(RECORDS["q1"])
-    expect(page.locator("#record-text")).to_be_visible()
+    expect(page.locator("#chart-empty")).to_have_count(0)
+    expect(page.locator("#chart .chart-body")).to_be_visible()  # a plain note: the chart shows it as text
+    for line in RECORDS["q1"].splitlines():
+        expect(page.locator("#chart .chart-body")).to_contain_text(line)
     seen(page)
     shot(page, "rate-from-runs")
+    page.click("#record-tab-raw")
+    expect(page.locator("#record-text")).to_have_text(RECORDS["q1"])
+    expect(page.locator("#record-text")).to_be_visible()

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from clinieval.errors import UserError
 from clinieval.review.sessions import SessionKey, SessionPolicy, ThrottlePolicy
-from clinieval.review.web import admin, auth, context, reviewer
+from clinieval.review.web import admin, auth, chart, context, reviewer
 from clinieval.review.web.render import STATIC, render
 from clinieval.review.web.security import (
     CookieJar,
@@ -87,7 +87,7 @@ def create_app(
         secure_cookies=secure_cookies,
         trusted_proxies=trusted_proxies,
     )
-    for module in (auth, reviewer, context, admin):
+    for module in (auth, reviewer, context, chart, admin):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _install_errors(app)

@@ -2,7 +2,8 @@
 
 Every piece of run text reaches a page through :func:`esc` (element text and attribute values) or
 :func:`script_json` (data for the script), so a sample holding ``<script>`` is shown as text. The
-pages load only the site's own ``view.css`` and ``view.js``: no CDN, nothing from the network, and
+pages load only the site's own ``view.css`` and ``view.js`` (and the patient chart's ``chart.css`` and
+``chart.js``, shared with the review app): no CDN, nothing from the network, and
 they work from ``file://``.
 """
 
@@ -44,8 +45,10 @@ def page(title: str, body: str, *, root: str) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="clinieval view">'
-        f'<title>{esc(title)}</title><link rel="stylesheet" href="{root}view.css"></head>'
-        f'<body>{body}<script src="{root}view.js"></script></body></html>\n'
+        f'<title>{esc(title)}</title><link rel="stylesheet" href="{root}view.css">'
+        f'<link rel="stylesheet" href="{root}chart.css"></head>'
+        f'<body>{body}<script src="{root}view.js"></script>'
+        f'<script src="{root}chart.js"></script></body></html>\n'
     )
 
 

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from clinieval.ehr.chart import build_chart
+from clinieval.ehr.chart_html import render_chart
 from clinieval.sample_record import SampleRecord
 from clinieval.view.cut import CutRange, cut_ranges, describe_cut
 from clinieval.view.html import esc, number, page, pre, table
@@ -297,8 +299,9 @@ def _record_note(cut: Sequence[CutRange], info: dict[str, Any], names: str) -> s
 
 
 def _record(arms: Sequence[Arm], item: Item, paged: Pager) -> str:
-    """The stored record once per distinct way it was cut, the cut parts marked. Arms whose prompt
-    holds the whole record word for word get a note instead of a second copy of it."""
+    """The record as a chart (newest encounter first; the same one the review app shows), then, one
+    click away, the stored text once per distinct way it was cut, the cut parts marked. Arms whose
+    prompt holds the whole record word for word get a note instead of a second copy of it."""
     context = item.sample.context
     if not context:
         return ""
@@ -321,6 +324,8 @@ def _record(arms: Sequence[Arm], item: Item, paged: Pager) -> str:
         note = _record_note(cut, info, names)
         blocks.append(f'<div class="record"><p class="note">{note}</p>{paged(context, cut)}</div>')
     return (
-        f'<section id="record"><h2>The record as stored ({len(context):,} characters)</h2>'
-        f"{''.join(blocks)}</section>"
+        f'<section id="record"><h2>The record ({len(context):,} characters)</h2>'
+        f'<div class="record-chart">{render_chart(build_chart(context), prefix="record-chart")}</div>'
+        f'<details id="record-raw"><summary>Raw text, as stored</summary>{"".join(blocks)}</details>'
+        "</section>"
     )

@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 
 from clinieval import __version__
+from clinieval.ehr.chart_html import ASSETS as CHART_ASSETS
+from clinieval.ehr.chart_html import asset_text as chart_asset
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, staged_dir
 from clinieval.view.index_page import index_page
@@ -82,6 +84,8 @@ def _write(results: Results, folder: Path, page_chars: int) -> None:
     static = resources.files("clinieval.view") / "static"
     for name in ASSETS:
         (folder / name).write_text((static / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for name in CHART_ASSETS:  # the patient chart's script and style, the same files the review app serves
+        (folder / name).write_text(chart_asset(name), encoding="utf-8")
     atomic_write_json(
         folder / SITE_MANIFEST,
         {

@@ -183,8 +183,37 @@
       });
   }
 
+  // Chart / Raw tabs: switched in place (the links reload the page with ?view= only without script),
+  // so neither the form nor the place in the other tab is lost.
+  function showTab(name) {
+    pane.dataset.tab = name;
+    var tabs = pane.querySelectorAll(".record-tabs [data-tab]");
+    for (var i = 0; i < tabs.length; i++) {
+      tabs[i].setAttribute("aria-selected", tabs[i].dataset.tab === name ? "true" : "false");
+    }
+    document.getElementById("record-chart-panel").hidden = name !== "chart";
+    document.getElementById("record-raw-panel").hidden = name !== "raw";
+  }
+
+  // The chart comes as a fragment once the page (and the form) is up, so the page stays small.
+  var chartBox = document.getElementById("record-chart-container");
+  if (chartBox) {
+    fetchFragment(chartBox.dataset.src, "record-chart-container", function () {
+      if (window.clinievalChart) window.clinievalChart.start();
+    });
+  }
+
   if (pane) {
     pane.addEventListener("click", function (event) {
+      var tab = event.target.closest(".record-tabs [data-tab]");
+      if (tab) { event.preventDefault(); showTab(tab.dataset.tab); return; }
+      if (event.target.id === "record-toggle") {
+        var hide = !pane.classList.contains("collapsed");
+        pane.classList.toggle("collapsed", hide);
+        event.target.setAttribute("aria-expanded", hide ? "false" : "true");
+        event.target.textContent = hide ? "Show record" : "Hide record";
+        return;
+      }
       var link = event.target.closest("#record-prev, #record-next, a.search-link");
       if (!link) return;
       event.preventDefault();

@@ -118,6 +118,13 @@ def _version(raw: str | None) -> int | None:
         return None
 
 
+def _record_tab(request: Request) -> str:
+    """The record tab the page opens on: Raw when a raw page or the Raw tab was asked for by URL
+    (the links a browser without script follows), else the chart."""
+    query = request.query_params
+    return "raw" if "page" in query or query.get("view") == "raw" else "chart"
+
+
 def item_response(
     request: Request,
     user: User,
@@ -151,6 +158,7 @@ def item_response(
         "record_page": page,
         "record_pages": len(starts),
         "record_chars": len(text),
+        "record_tab": _record_tab(request),
         "next_id": data.next_open(engine, user.id, view.id),
         "reasons": REASONS,
         "decisions": DECISIONS,
