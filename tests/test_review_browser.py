@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import random
@@ -1080,6 +1081,41 @@ def test_the_admin_reads_agreement_one_table_per_scale(site: Site, browsing: Bro
     expect(worst.locator("tbody tr").first.locator("td")).to_have_text(["5", "1"])
     expect(worst.locator("tbody tr").first.locator("th")).to_contain_text("Hold the next warfarin dose")
     shot(admin, "disagreements")
+
+
+HEADER_BOXES: Final = """(table) => [...table.querySelectorAll("thead th")].map((th) => {
+    const range = document.createRange();
+    range.selectNodeContents(th);
+    const text = range.getBoundingClientRect();
+    const cell = th.getBoundingClientRect();
+    return {text: th.textContent, left: text.left, right: text.right, cellRight: cell.right};
+})"""
+"""Each header cell's text box (the box around its laid-out text) and its cell's box, in pixels."""
+
+
+def test_agreement_headers_fit_their_columns_at_800_px(site: Site, browsing: Browsing) -> None:
+    """At 800 px wide no header's text runs out of its cell into the next ("Reviewers" used to
+    overflow into "Reading"): each text box ends inside its own cell and before its neighbour's
+    text begins; what does not fit scrolls inside the table's own container, not the page."""
+    from tests.test_review_use import rated_study
+
+    rated_study(site.engine, ("dr-lee", "dr-ng"), (BIOMISTRAL, CAMEL))
+    admin = browsing.page()
+    admin.set_viewport_size({"width": 800, "height": 900})
+    login(admin, site, "admin")
+    goto(admin, site, "/admin/studies/rated")
+    tables = admin.locator("table.agreement-table")
+    expect(tables).to_have_count(3)
+    for table in tables.all():
+        boxes = table.evaluate(HEADER_BOXES)
+        names = [b["text"] for b in boxes]
+        assert names == ["Statistic", "Value", "95 % CI", "Units", "Reviewers", "Reading"]
+        for box, after in itertools.pairwise(boxes):
+            assert box["right"] <= box["cellRight"] + 0.5, f"{box['text']!r} overflows its cell: {box}"
+            assert box["right"] <= after["left"], f"{box['text']!r} runs into {after['text']!r}"
+        assert boxes[-1]["right"] <= boxes[-1]["cellRight"] + 0.5
+    page_width = admin.evaluate("document.documentElement.scrollWidth")
+    assert page_width <= 800, f"the page scrolls sideways ({page_width} px)"
 
 
 def test_the_save_bar_never_covers_the_form(site: Site, browsing: Browsing) -> None:

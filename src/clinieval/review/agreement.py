@@ -16,10 +16,14 @@ A statistic the data does not define yet (one reviewer, no overlap, every rating
 ``why`` (``why.alpha``, ``why.icc``, ``why.kappa``; the ranking's under the top level's
 ``why.kendall_tau``): a live page must never fail or show NaN. Each alpha comes with ``alpha``:
 its 95 % CI (a percentile bootstrap over items, seeded), the units it rests on (answers or items
-reviewed by two or more reviewers) and the reviewers who rated them.
+reviewed by two or more reviewers) and the reviewers who rated them. The mean pairwise Cohen's
+kappa gets the same bootstrap (same items drawn, same seed, resamples and level). A CI that cannot
+be estimated is None with its reason beside it (``ci_why``): over one item a bootstrap draws that
+item every time and its "interval" is the point estimate twice, which reads as certainty.
 
 :func:`disagreements` lists the items where reviewers differ most on one measure (a scale, a label
-set, the ranking...), their values side by side, for the admin to see what the numbers come from.
+set, the ranking...), their values side by side with each reviewer's written reason (rationale,
+comment or rewrite), for the admin to see what the numbers come from and adjudicate.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ Submission = tuple[str, str, dict[str, Any], dict[str, str]]
 """(reviewer, item key, payload, answer key -> model) of one submitted review."""
 
 RESAMPLES = 1000
-"""Bootstrap resamples for the tau and alpha CIs: enough for a live view, cheap enough to recompute
+"""Bootstrap resamples for the tau, alpha and kappa CIs: enough for a live view, cheap enough to recompute
 per page (alpha's are summed from per-item coincidence matrices, not recomputed from the data)."""
 
 
@@ -148,26 +152,55 @@ def why_undefined(ratings: Ratings) -> str | None:
     return None
 
 
+CI_ONE_UNIT: Final = "not estimable (one unit)"
+"""A bootstrap over one unit draws that unit every time: the interval has no width and says nothing."""
+CI_NO_UNITS: Final = "not estimable (no unit rated by two reviewers)"
+CI_UNSTABLE: Final = "not estimable (undefined on most resamples: too little variation)"
+
+
 def _alpha_block(ratings: Ratings, level: stats.AlphaLevel) -> dict[str, Any]:
     shared = _shared(ratings)
-    return {"ci": _alpha_ci(ratings, level), "units": len(shared), "raters": _raters(ratings, shared)}
+    ci, why = _alpha_ci(ratings, level)
+    return {"ci": ci, "ci_why": why, "units": len(shared), "raters": _raters(ratings, shared)}
 
 
-def _alpha_ci(ratings: Ratings, level: stats.AlphaLevel, resamples: int = RESAMPLES) -> list[float] | None:
+def _item_draws(items: int, resamples: int = RESAMPLES) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """How often each item is drawn in each resample (resamples x items), seeded: every bootstrap
+    of this module resamples items the same way, so their CIs are comparable."""
+    rng = np.random.default_rng(0)
+    return rng.multinomial(items, np.full(items, 1.0 / items), size=resamples)
+
+
+def _percentile_ci(replicates: Sequence[float], resamples: int) -> tuple[list[float] | None, str | None]:
+    """The 95 % percentile interval, or None and why when most resamples left it undefined."""
+    if len(replicates) < resamples // 2:
+        return None, CI_UNSTABLE
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return [float(low), float(high)], None
+
+
+def _too_few(items: int) -> str | None:
+    """Why a bootstrap over ``items`` items is not worth showing (None when it is)."""
+    return CI_NO_UNITS if items == 0 else CI_ONE_UNIT if items == 1 else None
+
+
+def _alpha_ci(
+    ratings: Ratings, level: stats.AlphaLevel, resamples: int = RESAMPLES
+) -> tuple[list[float] | None, str | None]:
     """The 95 % percentile bootstrap CI of Krippendorff's alpha, items drawn with replacement (an
-    item's answers together, since they share a question and a reviewer), seeded. Alpha depends on
-    the data only through the coincidence matrix, a sum over units, so each item's share is summed
-    once and a resample is a weighted sum of those. None when fewer than two items overlap or most
-    resamples leave alpha undefined."""
+    item's answers together, since they share a question and a reviewer), seeded, and None or why
+    it is missing. Alpha depends on the data only through the coincidence matrix, a sum over units,
+    so each item's share is summed once and a resample is a weighted sum of those. None when fewer
+    than two items overlap or most resamples leave alpha undefined."""
     units = _shared(ratings)
     items = sorted({u[0] for u in units})
     if len(ratings) < 2 or len(items) < 2:
-        return None
+        return None, _too_few(len(items) if len(ratings) >= 2 else 0)
     try:
         # the analysis module's own coding and distances, so the CI is of the very same alpha
         codes, domain = stats._coded_units([[r.get(u) for u in units] for r in ratings.values()], level)
-    except UserError:
-        return None
+    except UserError as e:
+        return None, f"not estimable ({e})"
     q = len(domain)
     counts = np.zeros((len(units), q))
     rater_idx, unit_idx = np.nonzero(codes >= 0)
@@ -179,8 +212,7 @@ def _alpha_ci(ratings: Ratings, level: stats.AlphaLevel, resamples: int = RESAMP
     index = {item: i for i, item in enumerate(items)}
     by_item = np.zeros((len(items), q, q))
     np.add.at(by_item, [index[u[0]] for u in units], per_unit)
-    rng = np.random.default_rng(0)
-    draws = rng.multinomial(len(items), np.full(len(items), 1.0 / len(items)), size=resamples)
+    draws = _item_draws(len(items), resamples)
     replicates: list[float] = []
     for o in (draws @ by_item.reshape(len(items), q * q)).reshape(resamples, q, q):
         marginals = o.sum(axis=1)
@@ -189,14 +221,57 @@ def _alpha_ci(ratings: Ratings, level: stats.AlphaLevel, resamples: int = RESAMP
         expected = float((np.outer(marginals, marginals) * d2).sum())
         if n >= 2 and expected > 0:
             replicates.append(1.0 - (n - 1.0) * float((o * d2).sum()) / expected)
-    if len(replicates) < resamples // 2:
-        return None
-    low, high = np.percentile(replicates, [2.5, 97.5])
-    return [float(low), float(high)]
+    return _percentile_ci(replicates, resamples)
+
+
+def _pair_tables(ratings: Ratings, pairs: Sequence[tuple[str, str]], items: Sequence[str]) -> np.ndarray:
+    """Per pair of reviewers and item, the joint label table of the units both labelled
+    (pairs x items x q x q): Cohen's kappa depends on the data only through this table, summed over
+    items, so a bootstrap resample is a weighted sum of these."""
+    labels = sorted({_key(v) for r in ratings.values() for v in r.values()})
+    code = {lab: i for i, lab in enumerate(labels)}
+    index = {item: i for i, item in enumerate(items)}
+    q = len(labels)
+    out = np.zeros((len(pairs), len(items), q, q))
+    for p, (a, b) in enumerate(pairs):
+        for u in set(ratings[a]) & set(ratings[b]):
+            out[p, index[u[0]], code[_key(ratings[a][u])], code[_key(ratings[b][u])]] += 1.0
+    return out
+
+
+def _kappa_of_tables(tables: np.ndarray) -> np.ndarray:
+    """Unweighted Cohen's kappa of each joint table (... x q x q), NaN where undefined (no units, or
+    one label throughout: chance agreement is already perfect), as :func:`stats.cohen_kappa`."""
+    n = tables.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = np.trace(tables, axis1=-2, axis2=-1) / n
+        chance = (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1) / n**2
+        kappa = (observed - chance) / (1.0 - chance)
+    return np.where((n > 0) & (1.0 - chance > 1e-15), kappa, np.nan)
+
+
+def _kappa_ci(
+    ratings: Ratings, pairs: Sequence[tuple[str, str]], resamples: int = RESAMPLES
+) -> tuple[list[float] | None, str | None]:
+    """The 95 % percentile bootstrap CI of the mean pairwise Cohen's kappa, items drawn with
+    replacement exactly as for alpha (same seed, resamples and level); in each resample the mean is
+    over the pairs whose kappa that resample defines, as the point estimate's is."""
+    items = sorted({u[0] for a, b in pairs for u in set(ratings[a]) & set(ratings[b])})
+    if len(items) < 2:
+        return None, _too_few(len(items))
+    tables = _pair_tables(ratings, pairs, items)
+    draws = _item_draws(len(items), resamples).astype(np.float64)
+    resampled = np.einsum("ri,piab->rpab", draws, tables)
+    kappas = _kappa_of_tables(resampled)
+    defined = ~np.isnan(kappas)
+    keep = defined.any(axis=1)
+    means = np.nansum(kappas[keep], axis=1) / defined[keep].sum(axis=1)
+    return _percentile_ci([float(m) for m in means], resamples)
 
 
 def _kappas(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any]:
-    """Cohen's kappa for every pair of reviewers on the units both labelled, and their mean."""
+    """Cohen's kappa for every pair of reviewers on the units both labelled, their mean, and the
+    mean's bootstrap CI (``ci``; None with ``ci_why`` saying why)."""
     pairs: list[dict[str, Any]] = []
     for a, b in combinations(sorted(ratings), 2):
         common = sorted(set(ratings[a]) & set(ratings[b]))
@@ -209,7 +284,13 @@ def _kappas(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any
     defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
     if not pairs:
         undefined.reasons.append(f"{what} kappa: no two reviewers share two or more units yet")
-    return {"mean": sum(defined) / len(defined) if defined else None, "pairs": pairs}
+    ci, ci_why = _kappa_ci(ratings, [(p["a"], p["b"]) for p in pairs]) if defined else (None, None)
+    return {
+        "mean": sum(defined) / len(defined) if defined else None,
+        "ci": ci,
+        "ci_why": ci_why,
+        "pairs": pairs,
+    }
 
 
 def _labels(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any]:
@@ -244,7 +325,12 @@ def _kendall(ratings: Ratings, undefined: _Undefined) -> dict[str, Any] | None:
     result = undefined.guard("Kendall's tau", lambda: inter_rater_kendall(tables, resamples=RESAMPLES))
     if result is None:
         return None
-    return dict(result.as_json())
+    out: dict[str, Any] = dict(result.as_json())
+    why = _too_few(result.items)
+    if why is not None:  # one item's tau bootstrapped is that tau every time: "0.33 to 0.33"
+        out["ci"] = None
+    out["ci_why"] = why
+    return out
 
 
 def _icc(ratings: Ratings, what: str, undefined: _Undefined) -> dict[str, Any] | None:
@@ -368,13 +454,16 @@ class Disagreement:
     (ordered values: the largest difference between two reviewers on one answer; labels: how many
     answers, or whether the item, got different values), and the values side by side: one row per
     answer (named by the start of its text, never by its model) or one row for the item, one column
-    per reviewer (``—`` where a reviewer gave none)."""
+    per reviewer (``—`` where a reviewer gave none). ``written`` is parallel to ``rows``: each
+    reviewer's written reason for that row (a rationale, a comment, a rewrite; "" when none), which
+    the admin needs to adjudicate the disagreement."""
 
     item: str
     preview: str
     gap: int
     reviewers: tuple[str, ...]
     rows: tuple[tuple[str, tuple[str, ...]], ...]
+    written: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +498,27 @@ def _gaps(measure: Measure, by_reviewer: Mapping[str, Mapping[str, Any]]) -> dic
     return out
 
 
+WRITTEN: Final = (("rationale", ""), ("comment", ""), ("rewrite", "Rewritten: "))
+"""The free-text fields a kind stores (rank: a rationale per answer; question: a comment; sentence:
+a rewrite) and how each is introduced on the page (a rewrite is not a reason, so it says what it is)."""
+
+
+def _written(entry: object) -> str:
+    """The written text of one payload (per item) or one answer's entry (per answer)."""
+    if not isinstance(entry, Mapping):
+        return ""
+    texts = [(lead, entry.get(k)) for k, lead in WRITTEN]
+    return "\n".join(f"{lead}{t.strip()}" for lead, t in texts if isinstance(t, str) and t.strip())
+
+
+def _written_by_unit(measure: Measure, payload: Mapping[str, Any]) -> dict[str, str]:
+    """Each unit's written text in a stored payload, keyed like :meth:`Measure.values`."""
+    if not measure.per_answer:
+        return {"": _written(payload)}
+    answers = payload.get("answers")
+    return {k: _written(v) for k, v in answers.items()} if isinstance(answers, Mapping) else {}
+
+
 def _key(value: object) -> str:
     """A value as a hashable key (labels are text; a stored value could in principle be a list)."""
     return repr(value)
@@ -438,9 +548,11 @@ def disagreements(engine: Engine, study: str, on: str | None = None) -> Disagree
             ).all():
                 texts[item_id][key] = text or ""
     per_item: dict[int, tuple[str, str, dict[str, dict[str, Any]]]] = {}
+    notes: dict[int, dict[str, dict[str, str]]] = defaultdict(dict)
     for reviewer, item_id, key, prompt, payload in reviews:
         entry = per_item.setdefault(item_id, (key, prompt or "", {}))
         entry[2][reviewer] = measure.values(payload or {})
+        notes[item_id][reviewer] = _written_by_unit(measure, payload or {})
     found: list[tuple[int, int, int, Disagreement]] = []
     compared = 0
     for order, (item_id, (key, prompt, by_reviewer)) in enumerate(per_item.items()):
@@ -462,7 +574,8 @@ def disagreements(engine: Engine, study: str, on: str | None = None) -> Disagree
             (label.get(u, measure.label), tuple(_shown(by_reviewer[r].get(u)) for r in reviewers))
             for u in units
         )
-        shown = Disagreement(key, excerpt(prompt, EXCERPT_CHARS), gap, reviewers, rows)
+        written = tuple(tuple(notes[item_id][r].get(u, "") for r in reviewers) for u in units)
+        shown = Disagreement(key, excerpt(prompt, EXCERPT_CHARS), gap, reviewers, rows, written)
         found.append((-gap, -sum(gaps.values()), order, shown))
     found.sort(key=lambda f: f[:3])
     return Disagreements(

@@ -2,11 +2,16 @@
 (progress per reviewer and the live inter-rater agreement, one table per scale or label set) and
 ``/admin/studies/{name}/disagreements`` (the items where reviewers differ most on one measure).
 
-Admins see counts, agreement and, on the disagreements page, the reviewers' scores, ranks or labels
-side by side, never a reviewer's written text (rationales, comments, rewrites) and never a model
-name: answers are named by the start of their text, and any text that names one of the study's
-models is replaced before it reaches the page (blinding holds for admins too, who may also
-review). A reviewer asking for these pages gets 403 before any study is looked up.
+Admins see counts and agreement; on the disagreements page they also see the reviewers' scores,
+ranks or labels side by side, each with the reviewer's written rationale (or comment, or rewrite)
+beside it: admins adjudicate disagreements and need the reasons, not only the numbers (issue 37:
+"the disagreements page omits written rationales"). That page is admin-only, checked on the server
+(:func:`~clinieval.review.web.security.current_admin`: a reviewer gets 403 before any study is
+looked up), so reviewers still never read each other's text. The study page itself stays counts
+and agreement only. Never a model name: answers are named by the start of their text, and every
+text shown, rationales included, goes through the study's one masking function
+(:func:`clinieval.review.blinding.masker`) before it reaches the page (blinding holds for admins
+too, who may also review); Jinja's autoescaping renders it as text, never as markup.
 """
 
 from __future__ import annotations
@@ -81,8 +86,9 @@ def agreement_tables(engine: Engine, study: str) -> tuple[list[agreement_view.Ta
 @router.get("/admin/studies/{name}/disagreements", response_class=HTMLResponse)
 def admin_disagreements(request: Request, name: str, user: User = Depends(current_admin)) -> Response:
     """``?on=MEASURE`` (a scale, a label set, ``rank``, ``correct``, ``decision``; the first when
-    left out): the items where reviewers differ most on it, their values side by side. Answers are
-    named by the start of their text, never by their model or their import key."""
+    left out): the items where reviewers differ most on it, their values side by side with their
+    written reasons, masked. Answers are named by the start of their text, never by their model or
+    their import key."""
     from clinieval.review.agreement import UnknownMeasure, disagreements
 
     engine = engine_of(request)
@@ -98,6 +104,7 @@ def admin_disagreements(request: Request, name: str, user: User = Depends(curren
             d,
             preview=hide(d.preview),
             rows=tuple((hide(what), tuple(hide(v) for v in values)) for what, values in d.rows),
+            written=tuple(tuple(hide(t) for t in texts) for texts in d.written),
         )
         for d in found.items
     ]

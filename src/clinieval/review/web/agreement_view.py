@@ -69,10 +69,27 @@ def number(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, int | float) and not isinstance(value, bool) else "—"
 
 
+CI_MISSING: Final = "not estimable from these ratings"
+"""Why a CI is missing when the statistic's section gives no reason of its own."""
+
+
+def _has_ci(ci: object) -> bool:
+    return isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(x, int | float) for x in ci)
+
+
 def interval(ci: object) -> str:
-    if isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(x, int | float) for x in ci):
+    if isinstance(ci, list | tuple) and _has_ci(ci):
         return f"{ci[0]:.2f} to {ci[1]:.2f}"
     return "—"
+
+
+def _ci_cells(ci: object, why: object) -> dict[str, str]:
+    """The CI cell's text and, when there is no interval, why in words (shown in the cell, since a
+    bare "—" leaves the reader guessing whether it is missing data or a bug)."""
+    if _has_ci(ci):
+        return {"ci": interval(ci)}
+    reason = why if isinstance(why, str) and why else CI_MISSING
+    return {"ci": reason, "ci_why": reason}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +105,8 @@ class Row:
     raters: str
     band: str
     why: str | None = None
+    ci_why: str | None = None
+    """Set (and ``ci`` says it) when the value is defined but its CI is not: why, in words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +131,8 @@ def _row(stat: str, name: str, value: object, why: Mapping[str, str], why_key: s
         cells.get("units", ""),
         cells.get("raters", ""),
         cells.get("band", ""),
+        None,
+        cells.get("ci_why"),
     )
 
 
@@ -124,7 +145,7 @@ def _alpha_row(section: Mapping[str, Any], level: str) -> Row:
         value,
         section.get("why") or {},
         "alpha",
-        ci=interval(block.get("ci")),
+        **_ci_cells(block.get("ci"), block.get("ci_why")),
         units=str(block.get("units", "")),
         raters=str(block.get("raters", "")),
         band=band(value, ALPHA_BANDS) if isinstance(value, float) else "",
@@ -142,7 +163,7 @@ def _kappa_row(section: Mapping[str, Any], raters: int) -> Row:
         value,
         section.get("why") or {},
         "kappa",
-        ci="—",
+        **_ci_cells(kappa.get("ci"), kappa.get("ci_why")),
         units=units,
         raters=str(raters),
         band=band(value, KAPPA_BANDS) if isinstance(value, float) else "",
@@ -170,7 +191,7 @@ def _icc_rows(section: Mapping[str, Any]) -> tuple[Row, ...]:
             icc.get(which),
             why,
             "icc",
-            ci=interval(icc.get(f"ci_{which}")),
+            **_ci_cells(icc.get(f"ci_{which}"), None),
             units=units,
             raters=str(k),
             band=band(icc.get(which), ICC_BANDS),
@@ -190,7 +211,7 @@ def _tau_row(section: Mapping[str, Any]) -> Row:
         tau.get("mean_tau_b"),
         why,
         "kendall_tau",
-        ci=interval(tau.get("ci")),
+        **_ci_cells(tau.get("ci"), tau.get("ci_why")),
         units=str(tau.get("items", "")),
         raters=str(section.get("reviewers", "")),
         band="no conventional band",
@@ -231,4 +252,5 @@ def _hidden(row: Row, hide: Callable[[str], str]) -> Row:
         row.raters,
         row.band,
         None if row.why is None else hide(row.why),
+        row.ci_why,
     )
