@@ -871,7 +871,11 @@ def test_export_of_two_reviewers_goes_through_analyze(site: Site, browsing: Brow
     }
     lee, ng = ORDERS["dr-lee"]["q03"], ORDERS["dr-ng"]["q03"]
     for model, text in RANK_ANSWERS["q03"].items():
-        assert by_text[text] == [str(lee.index(model) + 1), str(ng.index(model) + 1)], by_text
+        ranks = [cell.split("\n")[0] for cell in by_text[text]]
+        assert ranks == [str(lee.index(model) + 1), str(ng.index(model) + 1)], by_text
+    # each reviewer's written rationale sits under their rank (issue 37: admins adjudicate with it)
+    rationales = items.first.locator("p.rationale").all_inner_texts()
+    assert any("contradicts the record (q03)" in r for r in rationales), rationales
 
     out = tmp_path / "export"
     done = run_cli("review", "export", "--study", RANK, str(out), "--db", str(site.db), timeout=120)
