@@ -119,6 +119,42 @@ def test_plan_equals_the_calls_and_a_rerun_asks_nothing(
     assert sorted(p.name for p in cell.out.iterdir()) == ["mc"]
 
 
+def test_the_judge_is_on_the_page_with_its_parse_rate_and_agreement_with_letters(tmp_path: Path) -> None:
+    """Issue 38: which model judged, its repeats, how many replies gave a verdict, whether it judged
+    itself, and how often it agrees with letter extraction on the same answers, on the page."""
+    from clinieval.analysis.leaderboard import BenchmarkScores, build_leaderboard
+    from clinieval.suite.leaderboard import write_leaderboard
+    from clinieval.suite.report import _judge_of
+
+    part, data = _part(), _inline(tmp_path / "qa.jsonl")
+    verdicts = _verdicts()
+    with FaultServer(responder=lambda _: next(verdicts)) as judge:
+        spec = f"openai:{judge.url}@fault"
+        shared = Shared(backend=BackendOptions(n_ctx=1024, max_retries=0), judge=SuiteJudge(spec, 2), limit=2)
+        prepared = part.prepare(EHRNoteQAOptions(data=data, max_tokens=8), shared, tmp_path)
+        cell = Cell(SuiteModel("smol", MODEL), tmp_path / "ehrnoteqa" / "smol", shared)
+        asyncio.run(part.run(prepared, cell))
+    headline = part.headline(prepared, cell)
+    facts = _judge_of(headline)
+    assert facts is not None
+    assert (facts["repeats"], facts["replies"], facts["parsed"]) == (2, 4, 4) and "fault" in facts["judge"]
+    assert facts["self_judged"] is False and facts["unparsed_items"] == 0
+    det = facts["deterministic"]
+    assert det["name"] == "letter extraction" and det["items"] == 2
+    assert det["judge_mean"] == pytest.approx(sum(headline.scores.values()) / 2)
+    scores = BenchmarkScores("ehrnoteqa", "judge", {"smol": headline.scores, "other": headline.scores})
+    self_judged = {**facts, "self_judged": True}
+    write_leaderboard(
+        build_leaderboard([scores]), {}, tmp_path / "page", title="t",
+        judges={"ehrnoteqa": {"smol": facts, "other": self_judged}},
+    )  # fmt: skip
+    page = (tmp_path / "page" / "leaderboard.html").read_text(encoding="utf-8")
+    assert "The judge" in page and "4 of 4 (100.0%)" in page and "with letter extraction" in page
+    assert "answers were judged by the same model" in page.replace("&#x27;", "'")
+    board = json.loads((tmp_path / "page" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert board["judges"]["ehrnoteqa"]["smol"]["parse_rate"] == 1.0
+
+
 @pytest.mark.slow
 def test_headline_is_the_analysis_number_and_refusals_are_left_out(tmp_path: Path) -> None:
     """Two models behind servers and the scripted judge: the refused question is counted, not

@@ -61,6 +61,7 @@ def leaderboard_json(
     title: str,
     notes: Sequence[str] = (),
     provenance: Sequence[tuple[str, str]] = (),
+    judges: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """What ``leaderboard.json`` holds: the board's numbers, the title, the notes, the links and
     the provenance (what produced the numbers: code, data hashes, model fingerprints)."""
@@ -74,6 +75,7 @@ def leaderboard_json(
         **board.to_json(),
         "links": {n: _checked(n, links.get(n)) for n in names},
         "provenance": [{"what": what, "value": value} for what, value in provenance],
+        "judges": {n: dict((judges or {}).get(n, {})) for n in names if (judges or {}).get(n)},
     }
 
 
@@ -85,12 +87,13 @@ def write_leaderboard(
     title: str,
     notes: Sequence[str] = (),
     provenance: Sequence[tuple[str, str]] = (),
+    judges: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Write ``out/leaderboard.json``, ``.md`` and ``.html`` (each atomically); their paths in that order.
 
     Both renderings are built before anything is written, so a bad link or name leaves ``out`` as
     it was."""
-    data = leaderboard_json(board, links, title=title, notes=notes, provenance=provenance)
+    data = leaderboard_json(board, links, title=title, notes=notes, provenance=provenance, judges=judges)
     doc = page(data, data["links"], title, notes)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -152,6 +152,60 @@ MARGIN_WORDS = {
 }
 
 
+def _reasons(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _judge_facts(judged: Mapping[str, JSON], models: Sequence[str]) -> list[Block]:
+    """Who judged each model's answers and how readable the judge was (judge_facts.py)."""
+    blocks: list[Block] = []
+    for m in models:
+        f = judged.get(m)
+        if f and f.get("self_judged"):
+            blocks.append(
+                Paragraph(
+                    f"{m}'s answers were judged by the same model (by fingerprint): a model grading itself"
+                    " is not an independent judge, so its score here says little.",
+                    "warning",
+                )
+            )
+    rows: list[list[Cell]] = []
+    for m in models:
+        f = judged.get(m)
+        if not f:
+            continue
+        rate = f.get("parse_rate")
+        det = f.get("deterministic") or {}
+        rows.append(
+            [
+                m,
+                str(f["judge"]),
+                str(f["repeats"]),
+                f"{f['parsed']} of {f['replies']}" + ("" if rate is None else f" ({format_percent(rate)})"),
+                _reasons(f.get("unparsed_reasons") or {}),
+                _reasons(f.get("failed_calls") or {}),
+                "yes" if f.get("self_judged") else "no",
+                (
+                    f"{format_percent(det['agree'])} of {det['items']} items with {det['name']}"
+                    f" (judge {det['judge_mean']:.3f}, {det['name']} {det['deterministic_mean']:.3f})"
+                )
+                if det.get("items")
+                else "no deterministic scorer",
+            ]
+        )
+    header = ["Model", "Judge", "Repeats", "Replies with a verdict", "Unparsed, by reason", "Failed calls",
+              "Judged itself", "Agreement"]  # fmt: skip
+    blocks.append(Table(header, rows))
+    blocks.append(
+        Paragraph(
+            "Replies without a verdict are left out, not scored 0, and are not failures a rerun could fix"
+            " (the replies are kept); failed calls are retried by the next run.",
+            "note",
+        )
+    )
+    return blocks
+
+
 def _judge_blocks(j: JSON) -> list[Block]:
     k = len(j["models"])
     rows: list[list[Cell]] = [
@@ -241,6 +295,9 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
                 " at least the margin), not adjusted for the number of pairs."
             )
         blocks.append(Section("Pairwise differences", [_pairs_table(b), Paragraph(note, "note")]))
+    judged = (board.get("judges") or {}).get(b["name"])
+    if judged:
+        blocks.append(Section("The judge", _judge_facts(judged, models)))
     if b["judge"]:
         blocks.append(Section("Judge-run rank stability", _judge_blocks(b["judge"])))
     return Section(f"{b['name']} — {b['metric']}", blocks, anchor(b["name"]))

@@ -120,6 +120,10 @@ class Headline:
     runs: Sequence[Path] = ()
     failed: int = 0
     scale: tuple[float, float] = (0.0, 1.0)
+    deterministic: Mapping[str, float] | None = None
+    """Where a judge decides ``scores`` and the benchmark also scores the same answers without one
+    (EHRNoteQA's letter extraction): that scorer's per-item values, for the page's agreement line."""
+    deterministic_name: str = ""
     unparsed: int = 0
     """Items left out because the judge replied without a verdict in every repeat: not a failed
     call (the replies are cached, so a rerun asks nothing and reads the same), counted apart from

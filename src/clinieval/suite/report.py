@@ -21,6 +21,8 @@ from clinieval.suite.manifest import SuiteManifest
 from clinieval.suite.part import Headline
 from clinieval.suite.plan import PlannedCell, SuitePlan
 
+JSON = dict[str, Any]
+
 if TYPE_CHECKING:
     from clinieval.analysis.leaderboard import BenchmarkScores
     from clinieval.suite.leaderboard import BenchmarkLinks
@@ -48,6 +50,7 @@ def write_suite_report(
     out = manifest.out / REPORT
     scores: list[BenchmarkScores] = []
     links: dict[str, BenchmarkLinks] = {}
+    judges: dict[str, dict[str, JSON]] = {}
     left_out: list[str] = []
     done_any = any(manifest.status(c.key) == "complete" for c in planned.cells)
     for prepared in planned.prepared:
@@ -61,6 +64,9 @@ def write_suite_report(
         pages = _own_pages(done, headlines, out)
         unscored = [c for c in done if not headlines[c.cell.model.name].scores]
         left_out += [_unscored(c, headlines[c.cell.model.name]) for c in unscored]
+        facts = {m: f for m, h in headlines.items() if (f := _judge_of(h)) is not None}
+        if facts:
+            judges[prepared.benchmark] = facts
         ranked = {m: h for m, h in headlines.items() if h.scores}
         if ranked:
             margin = done[0].entry.table.get("margin")
@@ -73,8 +79,25 @@ def write_suite_report(
     all_notes = (*notes, *left_out)
     made_by = provenance(planned, manifest)
     title = planned.suite.title
-    files = write_leaderboard(board, links, out, title=title, notes=all_notes, provenance=made_by)
+    files = write_leaderboard(
+        board, links, out, title=title, notes=all_notes, provenance=made_by, judges=judges
+    )
     return SuiteReport(tuple(files), tuple(all_notes), len(scores))
+
+
+def _judge_of(line: Headline) -> JSON | None:
+    """A cell's judge facts for the page (None when no judge scored it), with its agreement with
+    the benchmark's deterministic scorer where it has one."""
+    from clinieval.suite.judge_facts import agreement, judge_facts
+
+    facts = judge_facts(line.runs)
+    if facts is None:
+        return None
+    facts["unparsed_items"] = line.unparsed
+    if line.deterministic:
+        agreed = agreement(line.scores, line.deterministic) or {}
+        facts["deterministic"] = {"name": line.deterministic_name, **agreed}
+    return facts
 
 
 def provenance(planned: SuitePlan, manifest: SuiteManifest) -> list[tuple[str, str]]:

@@ -179,9 +179,12 @@ class EHRNoteQAPart:
         arm = read_arm(path)
         clusters = {i: item.patient or i for i, item in arm.items.items()}
         unparsed = 0
+        letters: dict[str, float] | None = None
         if mode == JUDGE:
             scores, runs = _judged(arm)
             unparsed = sum(1 for i in arm.judge_unparsed if i in arm.items and i not in scores)
+            given = arm.modes.get("letter_extract", {})
+            letters = {i: float(v) for i, v in given.items() if v is not None and i not in arm.answer_failed}
         else:
             values = arm.modes.get(mode, {})
             scores = {
@@ -198,6 +201,8 @@ class EHRNoteQAPart:
             runs=[path],
             failed=len(arm.items) - len(scores) - unparsed,
             unparsed=unparsed,
+            deterministic=letters or None,
+            deterministic_name="letter extraction" if letters else "",
         )
 
     def report(self, prepared: Prepared, cells: Sequence[Cell], out: Path) -> Path | None:
