@@ -367,9 +367,20 @@ def _headline(b: BenchmarkScores, model: str, level: float, resamples: int, seed
     return ModelScore(model, float(np.mean(values)), ci, len(values), int(b.failed.get(model, 0)), groups)
 
 
-def _pair(
-    b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int
-) -> tuple[PairedBootstrap, PairTest, int]:
+@dataclass(frozen=True, slots=True)
+class _Paired:
+    """One pair's statistics on the items both models answered, computed once from one paired
+    table: the CI's bootstrap, the exact test, and (with a margin) the 1 - 2 alpha bootstrap CI."""
+
+    interval: PairedBootstrap
+    test: PairTest
+    n: int
+    enough: bool
+    """Enough items (patients) for the page's minimum: what a margin's "equivalent" needs."""
+    margin_ci: tuple[float, float] | None
+
+
+def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int) -> _Paired:
     common = [i for i in b.scores[x] if i in b.scores[y]]
     where = f"benchmark {b.name!r}: {x!r} vs {y!r}"
     if len(common) < 2:
@@ -383,38 +394,47 @@ def _pair(
         )
     xs, ys = [float(b.scores[x][i]) for i in common], [float(b.scores[y][i]) for i in common]
     interval = paired_bootstrap(xs, ys, level=level, resamples=resamples, seed=seed, clusters=labels)
-    return interval, exact_pair_test(xs, ys, clusters=labels, seed=seed), len(common)
+    margin_ci = None
+    if b.margin is not None:
+        two_sided = 1.0 - 2.0 * (1.0 - level)
+        boot = paired_bootstrap(xs, ys, level=two_sided, resamples=resamples, seed=seed, clusters=labels)
+        margin_ci = (boot.ci_low, boot.ci_high)
+    enough = len(common) >= MIN_ITEMS if labels is None else len(set(labels)) >= MIN_CLUSTERS
+    test = exact_pair_test(xs, ys, clusters=labels, seed=seed)
+    return _Paired(interval, test, len(common), enough, margin_ci)
 
 
 def _pairs(
     b: BenchmarkScores, models: Sequence[str], level: float, resamples: int, seed: int
 ) -> tuple[PairDifference, ...]:
-    raw = [(x, y, *_pair(b, x, y, level, resamples, seed)) for x, y in combinations(models, 2)]
-    adjusted = holm([t.pvalue for _, _, _, t, _ in raw])
+    raw = [(x, y, _pair(b, x, y, level, resamples, seed)) for x, y in combinations(models, 2)]
+    adjusted = holm([d.test.pvalue for _, _, d in raw])
     alpha = 1.0 - level
-    margins = [
-        _margin(b, x, y, level, resamples, seed, significant=p <= alpha + 1e-12)
-        for (x, y, *_), p in zip(raw, adjusted, strict=True)
-    ]
-    return tuple(
-        PairDifference(
-            a=x,
-            b=y,
-            n=n,
-            mean_difference=r.mean_difference,
-            ci=(r.ci_low, r.ci_high),
-            pvalue=t.pvalue,
-            pvalue_holm=p,
-            significant=p <= alpha + 1e-12,
-            test=t.method,
-            exhaustive=t.exhaustive,
-            mc_error=t.mc_error,
-            smallest_p=t.smallest,
-            margin_ci=m[0] if m else None,
-            margin_call=m[1] if m else None,
+    out = []
+    for (x, y, d), p in zip(raw, adjusted, strict=True):
+        significant = p <= alpha + 1e-12
+        call = None
+        if b.margin is not None and d.margin_ci is not None:
+            call = margin_call(d.margin_ci, b.margin, significant=significant, enough=d.enough)
+        out.append(
+            PairDifference(
+                a=x,
+                b=y,
+                n=d.n,
+                mean_difference=d.interval.mean_difference,
+                ci=(d.interval.ci_low, d.interval.ci_high),
+                pvalue=d.test.pvalue,
+                pvalue_holm=p,
+                significant=significant,
+                test=d.test.method,
+                exhaustive=d.test.exhaustive,
+                mc_error=d.test.mc_error,
+                smallest_p=d.test.smallest,
+                margin_ci=d.margin_ci,
+                margin_call=call,
+            )
         )
-        for (x, y, r, t, n), p, m in zip(raw, adjusted, margins, strict=True)
-    )
+    return tuple(out)
 
 
 def margin_call(ci: tuple[float, float], margin: float, *, significant: bool, enough: bool) -> str:
@@ -434,21 +454,6 @@ def margin_call(ci: tuple[float, float], margin: float, *, significant: bool, en
     if high < -margin and significant:
         return "b better"
     return "neither"
-
-
-def _margin(
-    b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed: int, *, significant: bool
-) -> tuple[tuple[float, float], str] | None:
-    if b.margin is None:
-        return None
-    common = [i for i in b.scores[x] if i in b.scores[y]]
-    labels = None if b.clusters is None else [b.clusters[i] for i in common]
-    xs, ys = [float(b.scores[x][i]) for i in common], [float(b.scores[y][i]) for i in common]
-    two_sided = 1.0 - 2.0 * (1.0 - level)
-    boot = paired_bootstrap(xs, ys, level=two_sided, resamples=resamples, seed=seed, clusters=labels)
-    ci = (boot.ci_low, boot.ci_high)
-    enough = len(common) >= MIN_ITEMS if labels is None else len(set(labels)) >= MIN_CLUSTERS
-    return ci, margin_call(ci, b.margin, significant=significant, enough=enough)
 
 
 def _rank_bounds(
