@@ -26,23 +26,19 @@ from __future__ import annotations
 
 import re
 
+from clinieval.ehr.retrieval import ENGLISH_STOPWORDS
+
 LABEL_WORDS = frozenset(
     {"normal", "abnormal", "ambiguous", "unambiguous", "diagnostic", "label", "rewrite", "sentence"}
 )
 """The labels the rewriting prompt carries and its field names: a rewrite of only these (and stop
 words) restates the prompt, not the finding."""
 
-_STOP_TEXT = """
-a an the and or but if then than so as of at by for from in into on onto to with within without about
-over under after before between during through up down out off again further once here there when
-where why how all any both each few more most other some such only own same too very can will just
-should would could may might must shall do does did doing done be is am are was were been being have
-has had having this that these those i me my we our you your he him his she her it its they them their
-what which who whom whose not nor also seen noted there identified appear appears appearing
-"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
-"""English function words, and the few verbs radiology sentences use only to state a finding
-("seen", "noted", "identified", "appears")."""
+STOP_WORDS = ENGLISH_STOPWORDS | {"within", "without", "not", "nor", "also"}
+STOP_WORDS |= {"seen", "noted", "identified", "appear", "appears", "appearing"}
+"""The project's English function words (the BM25 retriever's list, :data:`ENGLISH_STOPWORDS`),
+plus the negations it keeps on purpose and the few verbs radiology sentences use only to state a
+finding ("seen", "noted", "identified", "appears"): none of them carries a finding here."""
 
 _SYNONYMS = (
     ("osseous", "bone"),
