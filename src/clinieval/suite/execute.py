@@ -169,8 +169,7 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
     manifest.set_cell(
         c.key,
         status="complete",
-        wall_s=_wall(manifest, c.key, seconds),
-        attempts=int(manifest.cells().get(c.key, {}).get("attempts", 0)) + 1,
+        **_attempt(manifest, c.key, seconds),
         failed_items=failed_items,
         unparsed_items=unparsed,
         **{ECHO_KEY: echo.to_dict()},
@@ -189,19 +188,20 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
 
 def _failed(c: PlannedCell, manifest: SuiteManifest, error: str, start: float) -> CellOutcome:
     seconds = time.perf_counter() - start
-    attempts = int(manifest.cells().get(c.key, {}).get("attempts", 0)) + 1
-    wall = _wall(manifest, c.key, seconds)
-    manifest.set_cell(c.key, status="failed", wall_s=wall, attempts=attempts, error=error)
+    manifest.set_cell(c.key, status="failed", **_attempt(manifest, c.key, seconds), error=error)
     return CellOutcome(c.label, "failed", seconds, error)
 
 
-def _wall(manifest: SuiteManifest, key: str, seconds: float) -> float:
-    """The cell's wall time over every attempt that worked on its results: a rerun that retries a
-    few failed items (or finds nothing to ask) adds its seconds to the first run's, rather than
-    replacing the time the answers took with its own. A cell started afresh (changed settings,
-    ``--overwrite``) starts from 0 (:func:`run_suite` resets it)."""
-    before = manifest.cells().get(key, {}).get("wall_s")
-    return round((float(before) if isinstance(before, int | float) else 0.0) + seconds, 3)
+def _attempt(manifest: SuiteManifest, key: str, seconds: float) -> dict[str, float | int]:
+    """The cell's ``wall_s`` and ``attempts`` after one more attempt: the wall time over every
+    attempt that worked on its results (a rerun that retries a few failed items, or finds nothing
+    to ask, adds its seconds to the first run's rather than replacing the time the answers took
+    with its own). A cell started afresh (changed settings, ``--overwrite``) starts from 0
+    (:func:`run_suite` resets both)."""
+    cell = manifest.cells().get(key, {})
+    before = cell.get("wall_s")
+    wall = round((float(before) if isinstance(before, int | float) else 0.0) + seconds, 3)
+    return {"wall_s": wall, "attempts": int(cell.get("attempts", 0)) + 1}
 
 
 def summary_lines(outcome: SuiteOutcome, out: Path) -> list[str]:
