@@ -12,6 +12,7 @@ on 2 cores.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import time
 from pathlib import Path
@@ -210,7 +211,7 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     assert made["clinieval"].startswith(_manifest(out)["code"]["clinieval"])
     assert set(made) >= {"model a", "model b", "model c", "model d", "suite file"}
     assert made["model c"] == "no fingerprint recorded"  # its server never answered
-    assert made["model a"] != "no fingerprint recorded" and made["model a"] in page
+    assert made["model a"] != "no fingerprint recorded" and made["model a"] in html.unescape(page)
 
     # a suite where nothing finished has nothing to rank: one line, exit 2
     only_dead = _suite(

@@ -109,8 +109,10 @@ def provenance(planned: SuitePlan, manifest: SuiteManifest) -> list[tuple[str, s
     for name, bench in sorted(manifest.data.get("benchmarks", {}).items()):
         for file, digest in sorted(bench.get("data", {}).items()):
             rows.append((f"{name} data", f"{Path(file).name}: sha256 {digest}"))
+    from clinieval.models.fingerprint import describe
+
     for model in planned.suite.models:
-        found = sorted({_fingerprint_text(fp) for fp in _fingerprints(planned, model.name)})
+        found = sorted({describe(fp) for fp in _fingerprints(planned, model.name)})
         rows.append((f"model {model.name}", "; ".join(found) if found else "no fingerprint recorded"))
     return rows
 
@@ -131,19 +133,6 @@ def _fingerprints(planned: SuitePlan, model: str) -> list[dict[str, Any]]:
             if isinstance(fp, dict):
                 out.append(fp)
     return out
-
-
-def _fingerprint_text(fp: Mapping[str, Any]) -> str:
-    """A fingerprint in a few words: the weights file's digest, or what the server reported."""
-    if not fp.get("taken", True):
-        return f"not taken ({fp.get('why', 'no reason given')})"
-    file = fp.get("file") or {}
-    if file:
-        return f"file {file.get('name')} sha256 {str(file.get('digest', '?'))[:16]}"
-    reported = fp.get("reported") or {}
-    if reported:
-        return "server reported " + ", ".join(f"{k} {v}" for k, v in sorted(reported.items()))[:200]
-    return f"decided by {fp.get('decides', 'nothing')}"
 
 
 def echo_notes(cells: Sequence[PlannedCell], manifest: SuiteManifest) -> list[str]:
