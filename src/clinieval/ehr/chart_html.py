@@ -70,12 +70,13 @@ def _fact(f: Fact) -> str:
     return f"<li>{_name(f.name, f.code)}{count}</li>"
 
 
+def _section(title: str, body: str) -> str:
+    """One titled part of an encounter (conditions, labs, notes...): the markup search and tests find."""
+    return f'<div class="chart-section" data-section="{_e(title)}"><h4>{_e(title)}</h4>{body}</div>'
+
+
 def _facts_section(title: str, facts: Sequence[Fact]) -> str:
-    items = "".join(_fact(f) for f in facts)
-    return (
-        f'<div class="chart-section" data-section="{_e(title)}"><h4>{_e(title)}</h4>'
-        f'<ul class="facts">{items}</ul></div>'
-    )
+    return _section(title, f'<ul class="facts">{"".join(_fact(f) for f in facts)}</ul>')
 
 
 def _lab_row(lab: Lab) -> str:
@@ -90,10 +91,10 @@ def _labs(labs: Sequence[Lab]) -> str:
     if not labs:
         return ""
     rows = "".join(_lab_row(x) for x in labs)
-    return (
-        '<div class="chart-section" data-section="Labs and measurements"><h4>Labs and measurements</h4>'
+    return _section(
+        "Labs and measurements",
         '<table class="labs"><thead><tr><th>Time</th><th>Test</th><th>Value</th><th>Unit</th><th>Flag</th>'
-        f"</tr></thead><tbody>{rows}</tbody></table></div>"
+        f"</tr></thead><tbody>{rows}</tbody></table>",
     )
 
 
@@ -107,10 +108,7 @@ def _note(n: ChartNote) -> str:
 def _notes(notes: Sequence[ChartNote]) -> str:
     if not notes:
         return ""
-    return (
-        '<div class="chart-section" data-section="Notes"><h4>Notes</h4>'
-        f"{''.join(_note(n) for n in notes)}</div>"
-    )
+    return _section("Notes", "".join(_note(n) for n in notes))
 
 
 def _summary_counts(enc: Encounter) -> str:
