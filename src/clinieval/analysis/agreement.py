@@ -45,6 +45,7 @@ __all__ = [
     "compare_independent_correlations",
     "fisher_z_ci",
     "intraclass_correlation",
+    "kappa_of_tables",
     "kendall_tau",
     "krippendorff_alpha",
     "pearson",
@@ -289,17 +290,33 @@ def cohen_kappa(
     q = len(order)
     table = np.zeros((q, q), dtype=np.float64)
     np.add.at(table, ([index[v] for v in a], [index[v] for v in b]), 1.0)
-    observed = table / table.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    pos = np.arange(q, dtype=np.float64)
-    diff = np.abs(pos[:, None] - pos[None, :])
-    w = (diff > 0).astype(np.float64) if weights is None else diff if weights == "linear" else diff**2
-    chance = float((w * expected).sum())
-    if chance <= 1e-15:
+    kappa = float(kappa_of_tables(table, weights=weights))
+    if math.isnan(kappa):
         raise UndefinedStatisticError(
             "chance disagreement is zero (one label throughout): kappa is undefined"
         )
-    return 1.0 - float((w * observed).sum()) / chance
+    return kappa
+
+
+def kappa_of_tables(
+    tables: FloatArray, *, weights: Literal["linear", "quadratic"] | None = None
+) -> FloatArray:
+    """Cohen's kappa of joint label tables (... x q x q, rows one rater's labels, columns the
+    other's, in label order), NaN where it is undefined (no unit, or chance disagreement zero).
+
+    The formula of :func:`cohen_kappa`, over any number of tables at once: a bootstrap of kappa
+    (the review app's) resamples the items' tables and needs thousands of kappas per view."""
+    q = tables.shape[-1]
+    pos = np.arange(q, dtype=np.float64)
+    diff = np.abs(pos[:, None] - pos[None, :])
+    w = (diff > 0).astype(np.float64) if weights is None else diff if weights == "linear" else diff**2
+    n = tables.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = tables / n[..., None, None]
+        expected = observed.sum(axis=-1)[..., :, None] * observed.sum(axis=-2)[..., None, :]
+        chance = (w * expected).sum(axis=(-2, -1))
+        kappa = 1.0 - (w * observed).sum(axis=(-2, -1)) / chance
+    return np.asarray(np.where((n > 0) & (chance > 1e-15), kappa, np.nan), dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------

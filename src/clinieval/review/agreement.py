@@ -239,17 +239,6 @@ def _pair_tables(ratings: Ratings, pairs: Sequence[tuple[str, str]], items: Sequ
     return out
 
 
-def _kappa_of_tables(tables: np.ndarray) -> np.ndarray:
-    """Unweighted Cohen's kappa of each joint table (... x q x q), NaN where undefined (no units, or
-    one label throughout: chance agreement is already perfect), as :func:`stats.cohen_kappa`."""
-    n = tables.sum(axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        observed = np.trace(tables, axis1=-2, axis2=-1) / n
-        chance = (tables.sum(axis=-1) * tables.sum(axis=-2)).sum(axis=-1) / n**2
-        kappa = (observed - chance) / (1.0 - chance)
-    return np.where((n > 0) & (1.0 - chance > 1e-15), kappa, np.nan)
-
-
 def _kappa_ci(
     ratings: Ratings, pairs: Sequence[tuple[str, str]], resamples: int = RESAMPLES
 ) -> tuple[list[float] | None, str | None]:
@@ -262,7 +251,7 @@ def _kappa_ci(
     tables = _pair_tables(ratings, pairs, items)
     draws = _item_draws(len(items), resamples).astype(np.float64)
     resampled = np.einsum("ri,piab->rpab", draws, tables)
-    kappas = _kappa_of_tables(resampled)
+    kappas = stats.kappa_of_tables(resampled)  # NaN where undefined, as cohen_kappa raises
     defined = ~np.isnan(kappas)
     keep = defined.any(axis=1)
     means = np.nansum(kappas[keep], axis=1) / defined[keep].sum(axis=1)
