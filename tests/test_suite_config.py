@@ -256,7 +256,11 @@ def test_endpoint_keys_are_the_command_lines_endpoint_options() -> None:
     from clinieval.suite.layout import EndpointSettings
 
     ours = [f.name for f in dataclasses.fields(EndpointSettings)]
-    assert ours == [f.name for f in dataclasses.fields(Endpoints)]
+    # server_kind is the one key more: the commands take it as --server-kind beside the group
+    # (Endpoints.backend(server_kind)), and a pre-flight refusal names it, so a suite needs it too
+    assert [n for n in ours if n != "server_kind"] == [f.name for f in dataclasses.fields(Endpoints)]
+    assert EndpointSettings().server_kind is None
+    ours.remove("server_kind")
     for name in ours:  # the same defaults (a list option's None is an empty tuple here)
         assert getattr(EndpointSettings(), name) in (getattr(Endpoints(), name), ())
 
@@ -276,8 +280,14 @@ def test_the_example_in_docs_plans_as_written(
     [ehrnoteqa] = [p for p in suite_parts() if p.name == "ehrnoteqa"]
     ehrnoteqa.synthetic(tmp_path / "runs" / "suite-demo" / "data" / "ehrnoteqa", 0)
     monkeypatch.chdir(tmp_path / "runs")  # relative paths are the suite file's, not the shell's
-    code, table, err = _main(monkeypatch, capsys, "plan", str(path))
+    # the example's servers are not running here: the plan's pre-flight names each model once,
+    # with the cells it would refuse, and --no-check plans from the file and the data alone
+    code, _, err = _main(monkeypatch, capsys, "plan", str(path))
+    assert code == 2 and "4 cells would be refused before the first model call: (1) " in err
+    assert "pubmedqa × llama8b, ehrnoteqa × llama8b: cannot reach http://127.0.0.1:8000/v1" in err
+    code, table, err = _main(monkeypatch, capsys, "plan", str(path), "--no-check")
     assert code == 0, err
+    assert "not checked" in table
     assert "4 cells (2 models x 2 benchmarks)" in table
     assert "pubmedqa   llama8b" in table and "ehrnoteqa  qwen7b" in table
     assert "answer 100 questions (100)" in table  # the benchmark's own limit won over the suite's

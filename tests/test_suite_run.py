@@ -15,6 +15,7 @@ import hashlib
 import html
 import json
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,14 @@ def test_a_failing_cell_is_recorded_and_the_others_run(server: FaultServer, tmp_
     text = text.replace(f'a = "openai:{server.url}@fault"', f'a = "{dead}"')
     path = _suite(tmp_path, text)
     out = tmp_path / "out"
-    done = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    # the pre-flight refuses the suite, naming the cell, before anything is asked or written
+    refused = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress")
+    assert (
+        refused.returncode == 2
+        and "1 cell would be refused before the first model call: pubmedqa × a: " in (refused.stderr)
+    )
+    assert not out.exists() and not server.log.received
+    done = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress", "--skip-refused")
     assert done.returncode == 3, done.stderr
     assert "1 cells run, 0 already complete, 1 failed" in done.stderr
     assert "failed: pubmedqa × a: " in done.stderr
@@ -158,17 +166,25 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     from tests.conftest import free_port
 
     dead = f"openai:http://127.0.0.1:{free_port()}/v1@fault"  # nothing listens there
-    with Failing() as failing:
-        text = suite_text(server.url, ("a", "b", "c", "d"), limit=6)
-        text = text.replace(f'c = "openai:{server.url}@fault"', f'c = "{dead}"')
-        text = text.replace(f'd = "openai:{server.url}@fault"', f'd = "openai:{failing.url}@fault"')
-        path = _suite(tmp_path, text)
-        out = tmp_path / "out"
-        assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
-        asked_before = len(server.log.received) + len(failing.log.received)
-        done = run_cli("suite", "report", str(out))
-        assert done.returncode == 0, done.stderr
-        assert len(server.log.received) + len(failing.log.received) == asked_before  # no model asked
+    with ExitStack() as stack:
+        failing = stack.enter_context(Failing())
+        _report_links_every_benchmark(server, failing, dead, tmp_path)
+
+
+def _report_links_every_benchmark(
+    server: FaultServer, failing: FaultServer, dead: str, tmp_path: Path
+) -> None:
+    text = suite_text(server.url, ("a", "b", "c", "d"), limit=6)
+    text = text.replace(f'c = "openai:{server.url}@fault"', f'c = "{dead}"')
+    text = text.replace(f'd = "openai:{server.url}@fault"', f'd = "openai:{failing.url}@fault"')
+    path = _suite(tmp_path, text)
+    out = tmp_path / "out"
+    ran = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress", "--skip-refused")
+    assert ran.returncode == 3
+    asked_before = len(server.log.received) + len(failing.log.received)
+    done = run_cli("suite", "report", str(out))
+    assert done.returncode == 0, done.stderr
+    assert len(server.log.received) + len(failing.log.received) == asked_before  # no model asked
     assert "note: pubmedqa × c is left out: it failed (cannot reach" in done.stdout
     # every call of d failed: complete, but with no score it is left out, never scored 0
     assert "note: pubmedqa × d is left out: none of its items has a score (6 failed)" in done.stdout
@@ -189,10 +205,11 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
     path.write_text(text + "margin = 0.05\n", encoding="utf-8")
     first = _manifest(out)["cells"]["pubmedqa/d"]
     assert first["attempts"] == 1 and first["wall_s"] > 0
-    with Failing() as failing:
-        before = len(server.log.received)
-        assert run_cli("suite", "run", str(path), "--out", str(out), "--no-progress").returncode == 3
-        assert len(server.log.received) == before
+    # d's server is still up: its calls fail again, so the cell is retried
+    before = len(server.log.received)
+    ran = run_cli("suite", "run", str(path), "--out", str(out), "--no-progress", "--skip-refused")
+    assert ran.returncode == 3
+    assert len(server.log.received) == before
     # d's failed items were asked again: its wall time adds this attempt's to the first's
     retried = _manifest(out)["cells"]["pubmedqa/d"]
     assert retried["attempts"] == 2 and retried["wall_s"] > first["wall_s"]
@@ -218,7 +235,8 @@ def test_the_report_links_every_benchmark_and_asks_no_model(server: FaultServer,
         tmp_path, suite_text(server.url, ("c",), limit=6).replace(f"openai:{server.url}@fault", dead)
     )
     empty = tmp_path / "empty"
-    assert run_cli("suite", "run", str(only_dead), "--out", str(empty), "--no-progress").returncode == 3
+    skipped = run_cli("suite", "run", str(only_dead), "--out", str(empty), "--no-progress", "--skip-refused")
+    assert skipped.returncode == 3
     nothing = run_cli("suite", "report", str(empty))
     assert nothing.returncode == 2
     assert (

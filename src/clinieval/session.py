@@ -89,28 +89,65 @@ def run_spec(req: RunRequest) -> JSON:
     }
 
 
+def chosen_samples(task: Task, limit: int | None, shuffle: int | None) -> tuple[list[Sample], list[str]]:
+    """The samples a run evaluates (a seeded shuffle before ``limit``, when asked), and the ids of
+    all the task's samples in the data's order."""
+    samples = task.load()
+    data_order = [s.id for s in samples]
+    if shuffle is not None:
+        # A seeded permutation before --limit: published orders can be sorted by label
+        # (PubMedQA's first 20 test items are all "yes"), so a head slice can mislead.
+        random.Random(shuffle).shuffle(samples)
+    if limit is not None:
+        samples = samples[:limit]
+    return samples, data_order
+
+
+async def fit_checked_model(
+    task: Task, model: Model, samples: list[Sample], *, default_scorers: bool, concurrency: int | None
+) -> None:
+    """The checks that need the model, after ``model.check()``: scorers and requests in flight
+    fitted to the server, then the tokenizer, context size and room for the record, which the
+    first item would otherwise refuse only after the run folder exists (a server reports its
+    context size in check)."""
+    await fit_to_server(task, model, default_scorers=default_scorers, typed_concurrency=concurrency)
+    await task.context_policy.check(samples, model)
+
+
+async def check_run(
+    task: Task,
+    model: Model,
+    *,
+    limit: int | None = None,
+    shuffle: int | None = None,
+    concurrency: int | None = None,
+    default_scorers: bool = False,
+) -> None:
+    """Every check :func:`run_evaluation` makes before its first model call, against ``model``
+    already opened and checked by the caller: what ``clinieval suite plan`` runs for each cell,
+    so a plan that passes is a run whose every part starts (a suite checks each model once for
+    all its cells, rather than loading it again per cell)."""
+    samples, _ = chosen_samples(task, limit, shuffle)
+    task.check_samples(samples)
+    await fit_checked_model(task, model, samples, default_scorers=default_scorers, concurrency=concurrency)
+
+
+async def check_arm(task: Task, model: Model, settings: ArmSettings) -> None:
+    """:func:`check_run` for what :func:`run_arm` would run."""
+    await check_run(task, model, limit=settings.limit, concurrency=settings.concurrency)
+
+
 async def run_evaluation(req: RunRequest) -> RunResult:
     try:
-        samples = req.task.load()
-        data_order = [s.id for s in samples]
-        if req.shuffle is not None:
-            # A seeded permutation before --limit: published orders can be sorted by label
-            # (PubMedQA's first 20 test items are all "yes"), so a head slice can mislead.
-            random.Random(req.shuffle).shuffle(samples)
-        if req.limit is not None:
-            samples = samples[: req.limit]
+        samples, data_order = chosen_samples(req.task, req.limit, req.shuffle)
         req.task.check_samples(samples)
         if req.executor is None:
             # another executor checks each worker's own endpoint as it starts (RayExecutor does),
             # so the driver machine of a cluster run needs no model server of its own
             await req.model.check()
-            await fit_to_server(
-                req.task, req.model, default_scorers=req.default_scorers, typed_concurrency=req.concurrency
+            await fit_checked_model(
+                req.task, req.model, samples, default_scorers=req.default_scorers, concurrency=req.concurrency
             )
-            # the tokenizer, context size and room for the record, which the first item would
-            # otherwise refuse only after the run folder exists (it needs the model checked:
-            # a server reports its context size there)
-            await req.task.context_policy.check(samples, req.model)
         spec = run_spec(req)
         path = req.out or req.default_out(fingerprint(spec))
         manifest = build_manifest(spec, req.task.data_files)

@@ -65,7 +65,7 @@ def backend_for(settings: EndpointSettings) -> tuple[BackendOptions, int | None]
         ray_address=settings.ray_address,
         ray_workers=settings.ray_workers,
     )
-    return endpoints.backend(), endpoints.in_flight()
+    return endpoints.backend(settings.server_kind), endpoints.in_flight()
 
 
 def _read(path: Path) -> Suite:
@@ -90,18 +90,33 @@ def schema_text(schema: Mapping[str, Any]) -> str:
 def plan(
     suite_file: SuiteFile,
     out: Annotated[Path | None, typer.Option(help="a suite folder: also show what is already done")] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            help="open every model and run each cell's own pre-flight (tokenizer, context size, "
+            "log-likelihoods, server, judge); --no-check reads only the file and the data"
+        ),
+    ] = True,
 ) -> None:
-    """Check SUITE_FILE and its data (no model is asked) and print every model x benchmark cell
-    with its steps and model calls."""
+    """Check SUITE_FILE, its data and every cell's pre-flight (no model is asked for an answer)
+    and print every model x benchmark cell with its steps and model calls."""
     from clinieval.suite.manifest import SuiteManifest
     from clinieval.suite.plan import plan as make_plan
     from clinieval.suite.plan import plan_lines
+    from clinieval.suite.preflight import check_cells, still_to_run
 
     suite = _read(suite_file)
     planned = make_plan(suite, out or Path("DIR"))
     manifest = None if out is None else SuiteManifest.read(out)
+    todo = still_to_run(planned, manifest)
+    opened = check_cells(todo, suite.path) if check else 0
     for line in plan_lines(planned, manifest):
         typer.echo(line)
+    if check:
+        passed = f"checked: {len(todo)} cells to run pass their benchmarks' pre-flight"
+        typer.echo(f"{passed} ({opened} models opened)")
+    else:
+        typer.echo("not checked: models were not opened (--no-check); `suite run` checks every cell first")
 
 
 @app.command()
@@ -110,17 +125,34 @@ def run(
     out: Annotated[Path, typer.Option(help="the suite folder: a cell per model x benchmark, suite.json")],
     overwrite: Overwrite = False,
     progress: ShowProgress = True,
+    skip_refused: Annotated[
+        bool,
+        typer.Option(
+            help="record the cells whose pre-flight fails (an unreachable model, a missing tokenizer) "
+            "as failed and run the others, instead of refusing the suite"
+        ),
+    ] = False,
 ) -> None:
     """Run every model over every benchmark of SUITE_FILE into OUT; the same command again resumes
-    (finished cells are not asked again).
+    (finished cells are not asked again). Every cell still to run is checked first, as `suite
+    plan` checks it.
 
-    Exit status: 0 done; 2 a mistake in the suite file or its data (nothing asked, nothing
-    written); 3 finished, but cells or items failed (listed at the end; run again to retry them)."""
-    if not _run(_read(suite_file), out, overwrite=overwrite, progress=progress):
+    Exit status: 0 done; 2 a mistake in the suite file, its data or a cell's pre-flight (nothing
+    asked, nothing written); 3 finished, but cells or items failed (listed at the end; run again
+    to retry them)."""
+    if not _run(_read(suite_file), out, overwrite=overwrite, progress=progress, skip_refused=skip_refused):
         raise typer.Exit(EXIT_FAILED_ITEMS)
 
 
-def _run(suite: Suite, out: Path, *, overwrite: bool, progress: bool, keep: Sequence[str] = ()) -> bool:
+def _run(
+    suite: Suite,
+    out: Path,
+    *,
+    overwrite: bool,
+    progress: bool,
+    keep: Sequence[str] = (),
+    skip_refused: bool = False,
+) -> bool:
     """Plan and run ``suite``; print the summary; whether every cell finished whole."""
     from clinieval.suite.execute import run_suite, summary_lines
     from clinieval.suite.plan import plan as make_plan
@@ -128,7 +160,9 @@ def _run(suite: Suite, out: Path, *, overwrite: bool, progress: bool, keep: Sequ
     planned = make_plan(suite, out)
     if suite.path.resolve().parent == out.resolve():
         keep = (*keep, suite.path.name)
-    outcome = run_suite(planned, out, overwrite=overwrite, progress=progress, keep=keep)
+    outcome = run_suite(
+        planned, out, overwrite=overwrite, progress=progress, keep=keep, skip_refused=skip_refused
+    )
     for line in summary_lines(outcome, out):
         typer.echo(line, err=True)
     typer.echo(f"next: clinieval suite report {out}", err=True)

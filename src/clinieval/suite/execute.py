@@ -24,6 +24,7 @@ from clinieval.failures import failed_kinds_under, fix_lines
 from clinieval.suite.layout import in_suite_terms
 from clinieval.suite.manifest import SuiteManifest, cell_settings, data_hashes, jsonable
 from clinieval.suite.plan import PlannedCell, SuitePlan
+from clinieval.suite.preflight import find_refusals, refusal_text
 from clinieval.suite.progress import suite_view
 from clinieval.summary import ECHO_KEY, EchoCount, echo_under
 
@@ -111,12 +112,23 @@ def run_suite(
     overwrite: bool = False,
     progress: bool = True,
     keep: Collection[str] = (),
+    check: bool = True,
+    skip_refused: bool = False,
 ) -> SuiteOutcome:
     """Run every cell of ``planned`` into ``out`` (see the module docstring; ``keep``: names a new
-    ``out`` may already hold)."""
+    ``out`` may already hold). Every cell still to run is checked first (``check``,
+    :mod:`clinieval.suite.preflight`): one that its benchmark would refuse stops the suite before
+    any cell runs, unless ``skip_refused``: such cells are then recorded as failed with their
+    refusal, never opened again in this run, and the others run."""
     manifest = open_out(out, keep)
     hashes = data_hashes(planned.prepared)
     again = refuse_changed(planned, manifest, hashes, overwrite)
+    refused: dict[str, str] = {}
+    if check:  # before anything is written: a refused cell leaves no suite folder behind
+        found, _ = find_refusals([c for c in planned.cells if c in again or not _finished(manifest, c)])
+        if found and not skip_refused:
+            raise UserError(f"{planned.suite.path}: {refusal_text(found)}")
+        refused = {c.key: message for c, message in found}
     manifest.record(planned.suite, planned.prepared, hashes)
     for c in again:
         shutil.rmtree(c.cell.out, ignore_errors=True)
@@ -137,7 +149,7 @@ def run_suite(
     try:
         for c in todo:
             view.start(c.label, c.calls, c.cell.out)
-            outcome = _run_cell(c, manifest)
+            outcome = _refused(c, manifest, refused[c.key]) if c.key in refused else _run_cell(c, manifest)
             view.finish(c.label, c.calls, outcome.status, outcome.seconds)
             outcomes.append(outcome)
     finally:
@@ -160,7 +172,7 @@ def _run_cell(c: PlannedCell, manifest: SuiteManifest) -> CellOutcome:
         line = c.entry.part.headline(c.prepared, c.cell)
         failed_items, unparsed = line.failed, line.unparsed
     except UserError as e:  # worded for the suite file: a suite user has no --allow-host to pass
-        return _failed(c, manifest, in_suite_terms(str(e)), start)
+        return _failed(c, manifest, in_suite_terms(str(e), c.entry.name, c.entry.part.options), start)
     except Exception as e:  # a part's own fault must not stop the other cells
         log.debug("cell %s failed", c.key, exc_info=True)
         return _failed(c, manifest, f"{type(e).__name__}: {e}", start)
@@ -190,6 +202,12 @@ def _failed(c: PlannedCell, manifest: SuiteManifest, error: str, start: float) -
     seconds = time.perf_counter() - start
     manifest.set_cell(c.key, status="failed", **_attempt(manifest, c.key, seconds), error=error)
     return CellOutcome(c.label, "failed", seconds, error)
+
+
+def _refused(c: PlannedCell, manifest: SuiteManifest, error: str) -> CellOutcome:
+    """A cell its pre-flight refused: failed, with the refusal; not an attempt (nothing ran)."""
+    manifest.set_cell(c.key, status="failed", error=error)
+    return CellOutcome(c.label, "failed", 0.0, error)
 
 
 def _attempt(manifest: SuiteManifest, key: str, seconds: float) -> dict[str, float | int]:

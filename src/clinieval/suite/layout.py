@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from clinieval.models.server import ServerKind
 from clinieval.suite.part import SuitePart
 from clinieval.suite.schema import DRAFT, MODEL_NAME, JSONSchema, options_schema, published
 
@@ -44,6 +45,13 @@ class EndpointSettings:
         metadata={
             "help": "another model behind a cell's spec when it resumes: strict refuses, warn goes on, "
             "off compares nothing (default: $CLINIEVAL_FINGERPRINT, else strict; docs/endpoints.md)"
+        },
+    )
+    server_kind: ServerKind | None = field(
+        default=None,
+        metadata={
+            "help": "what every HTTP server is, when detection should not decide (log-likelihoods and "
+            "slots follow from it; default: ask each server)"
         },
     )
     executor: Literal["local", "ray"] = field(
@@ -191,22 +199,28 @@ def common_keys() -> dict[str, JSONSchema]:
 _OPTION = re.compile(r"--([a-z][a-z-]*)(?: (?!or\b)([^\s,;()]+))?")
 
 
-def in_suite_terms(message: str) -> str:
+def in_suite_terms(message: str, benchmark: str | None = None, options: type | None = None) -> str:
     """An error from the layers below, worded for a suite file: the command line's endpoint
     options it names (``--allow-host HOST``, ``--n-ctx``, ``--timeout`` ...) become the
-    ``[endpoints]`` keys a suite sets instead (``[endpoints] allow_host = ["HOST"]``), since a
-    suite user has no such option to pass. Other text is left as it is."""
+    ``[endpoints]`` keys a suite sets instead (``[endpoints] allow_host = ["HOST"]``), and, given
+    a benchmark and its options dataclass, the benchmark command's own options that its table
+    sets (``--max-context N`` becomes ``[benchmarks.medalign] max_context = N``), since a suite
+    user has no such option to pass. Other text is left as it is."""
     fields = {f.name: f for f in dataclasses.fields(EndpointSettings)}
+    own = {f.name for f in dataclasses.fields(options)} if options is not None and benchmark else set()
 
     def key(match: re.Match[str]) -> str:
         name = match.group(1).replace("-", "_")
-        if name not in fields:
+        table = "[endpoints]" if name in fields else f"[benchmarks.{benchmark}]" if name in own else None
+        if table is None:
             return match.group(0)
         value = match.group(2)
         if name == "allow_host" and value is not None:
             return f'[endpoints] allow_host = ["{value}"]'
         if value is not None and value[0].isdigit():
-            return f"[endpoints] {name} = {value}"
-        return f"[endpoints] {name}" + ("" if value is None else f" {value}")
+            return f"{table} {name} = {value}"
+        if value is not None and not value.isupper():  # a value, not a placeholder such as FILE
+            return f'{table} {name} = "{value}"'
+        return f"{table} {name}" + ("" if value is None else f" {value}")
 
     return _OPTION.sub(key, message)

@@ -9,6 +9,10 @@ the suite layer sits below the benchmarks and may not import them. So each bench
    naming the file and field (a suite with a bad data folder fails before any model call);
 2. ``plan`` for every model: the steps one model x benchmark cell will take and how many model
    calls each costs (``clinieval suite plan`` prints them; the progress view counts them);
+2b. ``check`` for every cell still to run, before any cell runs: every check the benchmark's own
+   command makes before its first model call (the model reachable and serving, its tokenizer and
+   context size, room for the record, log-likelihoods where scored, the judge), so a suite whose
+   plan passes starts every cell (:mod:`clinieval.suite.preflight`);
 3. ``run`` for every cell: the benchmark's own arms and judge passes into the cell's folder,
    resuming whatever is already there (a killed suite asks nothing finished again);
 4. ``headline`` for every finished cell: the per-item scores the leaderboard ranks on;
@@ -21,12 +25,15 @@ JSON Schema, the validation and the documentation cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clinieval.models.spec import BackendOptions
+
+if TYPE_CHECKING:
+    from clinieval.models.base import Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,16 @@ class Headline:
     ``failed`` and never a reason to exit 3."""
 
 
+class CheckedModels(Protocol):
+    """The models of a suite's check pass, each opened and checked (``Model.check``) once however
+    many cells use it, and closed when the pass ends."""
+
+    async def checked(self, spec: str, make: Callable[[str], Model] | None = None) -> Model:
+        """The model ``spec`` names, opened with the suite's backend options (or by ``make``, for
+        a benchmark with models of its own) and checked; a refusal is a UserError."""
+        ...
+
+
 class SuitePart(Protocol):
     """A benchmark as a suite runs it (see the module docstring for the order of calls)."""
 
@@ -162,6 +179,11 @@ class SuitePart(Protocol):
 
     def plan(self, prepared: Prepared, cell: Cell) -> Sequence[Step]:
         """The steps of one cell and the model calls each costs when nothing is done yet."""
+        ...
+
+    async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
+        """Every check the benchmark's own command makes before its first model call, for what
+        :meth:`run` would run in ``cell``, through the same code; nothing is asked or written."""
         ...
 
     async def run(self, prepared: Prepared, cell: Cell) -> None:

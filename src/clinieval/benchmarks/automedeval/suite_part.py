@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from clinieval.errors import UserError
-from clinieval.suite.part import Cell, Headline, Prepared, Shared, Step
+from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared, Step
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.automedeval.judge_set import JudgeItem
@@ -237,6 +237,12 @@ class AutoMedEvalPart:
         if payload.plan.kb is not None:
             what += " (each may add up to 3 knowledge lookups, not counted)"
         return [Step(what, cell.model.spec, len(payload.items) * payload.plan.repeats)]
+
+    async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
+        """What ``automedeval judge`` checks first: the model under test, a judge here, opened."""
+        from clinieval.benchmarks.automedeval.overlap_judge import judge_model
+
+        await models.checked(cell.model.spec, lambda spec: judge_model(spec, cell.shared.backend))
 
     async def run(self, prepared: Prepared, cell: Cell) -> None:
         from clinieval.benchmarks.automedeval.judging import judge_all

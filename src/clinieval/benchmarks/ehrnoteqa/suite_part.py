@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from clinieval.errors import UserError
-from clinieval.suite.part import Cell, Headline, Prepared, Shared, Step
+from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared, Step
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.analysis import ArmAnswers
@@ -149,6 +149,20 @@ class EHRNoteQAPart:
         if judge is not None and payload.mode == JUDGE:
             steps.append(Step(f"judge x{judge.repeats}", judge.spec, prepared.items * judge.repeats))
         return steps
+
+    async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
+        """``ehrnoteqa run``'s pre-flight for the arm (log-likelihoods where the format scores
+        them, the note's room in the context), and the judge opened as ``ehrnoteqa judge`` does."""
+        from clinieval.benchmarks.ehrnoteqa.task import ehrnoteqa_task
+        from clinieval.session import check_arm
+
+        opts, payload = _options(prepared.options), _payload(prepared)
+        settings = _settings(opts, cell)
+        task = ehrnoteqa_task(payload.loaded.samples, opts.format, settings, payload.loaded.files)
+        await check_arm(task, await models.checked(cell.model.spec), settings)
+        judge = cell.shared.judge
+        if judge is not None and payload.mode == JUDGE:
+            await models.checked(judge.spec)
 
     async def run(self, prepared: Prepared, cell: Cell) -> None:
         from clinieval.benchmarks.ehrnoteqa.task import judge_arm, run_format_arm

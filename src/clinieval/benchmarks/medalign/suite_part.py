@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from clinieval.errors import UserError
-from clinieval.suite.part import Cell, Headline, Prepared, Shared, Step
+from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared, Step
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.medalign.task import MedAlignSettings
@@ -146,6 +146,20 @@ class MedAlignPart:
         if judge is not None and _payload(prepared).metric == JUDGE_METRIC:
             steps.append(Step(f"judge x{judge.repeats}", judge.spec, prepared.items * judge.repeats))
         return steps
+
+    async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
+        """``medalign run``'s pre-flight for the arm (the tokenizer, context size and room for the
+        record under the strategy), and the judge opened as ``medalign judge`` opens it."""
+        from clinieval.benchmarks.medalign.task import medalign_task
+        from clinieval.session import check_arm
+
+        opts, payload = _options(prepared.options), _payload(prepared)
+        settings = _settings(opts, cell)
+        task = medalign_task(payload.samples, opts.strategy, settings, payload.files)
+        await check_arm(task, await models.checked(cell.model.spec), settings)
+        judge = cell.shared.judge
+        if judge is not None and payload.metric == JUDGE_METRIC:
+            await models.checked(judge.spec)
 
     async def run(self, prepared: Prepared, cell: Cell) -> None:
         from clinieval.benchmarks.medalign.task import run_strategy_arm
@@ -325,8 +339,10 @@ def _no_verdict(path: Path) -> frozenset[str]:
     out = set()
     for (sid, repeat), score in read_judge_scores(run, RUBRIC).items():
         entries = score.metadata.get("judge_repeats") or []
-        if repeat == 0 and entries and all(
-            e.get("values") is None and e.get("error_kind") == "unparsed" for e in entries
+        if (
+            repeat == 0
+            and entries
+            and all(e.get("values") is None and e.get("error_kind") == "unparsed" for e in entries)
         ):
             out.add(sid)
     return frozenset(out)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clinieval.benchmarks.medeval.items import TASKS, TaskName
 from clinieval.errors import UserError
-from clinieval.suite.part import Cell, Headline, Prepared, Shared, Step
+from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared, Step
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.medeval.data import MedEvalData
@@ -237,6 +237,19 @@ class MedEvalPart:
             settings = settings_for(task, prepared.options, cell.shared, payload.counts[task])
             steps.append(Step(f"arm {arm_name(settings, task)}", cell.model.spec, payload.counts[task]))
         return steps
+
+    async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
+        """``medeval run``'s pre-flight for each task's arm, the model opened once."""
+        from clinieval.benchmarks.medeval.task import medeval_task
+        from clinieval.session import check_arm
+
+        payload: _Payload = prepared.payload
+        model = await models.checked(cell.model.spec)
+        for task in payload.tasks:
+            settings = settings_for(task, prepared.options, cell.shared, payload.counts[task])
+            items = payload.data.items_for(task)
+            built = medeval_task(task, items, settings, payload.data.files, payload.data.split_info())
+            await check_arm(built, model, settings)
 
     async def run(self, prepared: Prepared, cell: Cell) -> None:
         from clinieval.benchmarks.medeval.task import run_task_arm

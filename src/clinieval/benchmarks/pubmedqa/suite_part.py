@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from clinieval.errors import UserError
-from clinieval.suite.part import Cell, Headline, Prepared, Shared, Step
+from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared, Step
 
 if TYPE_CHECKING:
     from clinieval.task import Task
@@ -91,16 +91,30 @@ class PubMedQAPart:
     def plan(self, prepared: Prepared, cell: Cell) -> Sequence[Step]:
         return [Step(f"answer {prepared.items} questions", cell.model.spec, prepared.items)]
 
-    async def run(self, prepared: Prepared, cell: Cell) -> None:
+    def _cell_task(self, prepared: Prepared, cell: Cell) -> tuple[Task, int | None]:
+        """The task a cell runs (the suite's seed in its generation) and its shuffle seed."""
         from dataclasses import replace
-
-        from clinieval.models.spec import parse_model_spec
-        from clinieval.session import RunRequest, run_evaluation
 
         loaded, options = prepared.payload, prepared.options
         assert isinstance(loaded, Loaded) and isinstance(options, PubMedQAOptions)
         task = self._task(loaded.folder, options)
         task.generation = replace(task.generation, seed=cell.shared.seed)
+        return task, cell.shared.seed if options.shuffle else None
+
+    async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
+        from clinieval.session import check_run
+
+        task, shuffle = self._cell_task(prepared, cell)
+        model = await models.checked(cell.model.spec)
+        await check_run(
+            task, model, limit=cell.shared.limit, shuffle=shuffle, concurrency=cell.shared.concurrency
+        )
+
+    async def run(self, prepared: Prepared, cell: Cell) -> None:
+        from clinieval.models.spec import parse_model_spec
+        from clinieval.session import RunRequest, run_evaluation
+
+        task, shuffle = self._cell_task(prepared, cell)
         request = RunRequest(
             task=task,
             model=parse_model_spec(cell.model.spec, cell.shared.backend),
@@ -108,7 +122,7 @@ class PubMedQAPart:
             out=cell.out,
             default_out=lambda _: cell.out,
             limit=cell.shared.limit,
-            shuffle=cell.shared.seed if options.shuffle else None,
+            shuffle=shuffle,
             concurrency=cell.shared.concurrency,
             progress=cell.shared.progress,
         )
