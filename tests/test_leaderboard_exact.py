@@ -9,6 +9,7 @@ with statsmodels' and scipy's exact tests and with hand-counted cases.
 from __future__ import annotations
 
 import itertools
+import random
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,19 @@ def test_a_zero_width_interval_is_flagged() -> None:
 def test_smallest_pvalue() -> None:
     assert smallest_pvalue(0) == 1.0 and smallest_pvalue(1) == 1.0
     assert smallest_pvalue(4) == 0.125 and smallest_pvalue(20) == pytest.approx(2 / 2**20)
+    # a large benchmark: 2 / 2^k overflowed a float beyond k = 1023 discordant items
+    assert smallest_pvalue(1024) == pytest.approx(2.0**-1023) and smallest_pvalue(5000) == 0.0
+
+
+def test_a_large_benchmark_with_many_discordant_items_gets_a_board() -> None:
+    """A 3,000-item right/wrong benchmark where about 1,500 items differ between the two models
+    (the suite report crashed with OverflowError on it)."""
+    rng = random.Random(7)
+    items = [f"i{k}" for k in range(3000)]
+    scores = {m: {i: float(rng.random() < 0.5) for i in items} for m in ("a", "b")}
+    board = build_leaderboard([BenchmarkScores("big", "accuracy", scores)], resamples=200)
+    (pair,) = board.benchmarks[0].pairs
+    assert pair.smallest_p == 0.0 and 0.0 <= pair.pvalue <= 1.0
 
 
 def test_the_page_shows_the_warnings_and_the_test(tmp_path: Path) -> None:

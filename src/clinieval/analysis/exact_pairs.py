@@ -59,8 +59,9 @@ def _binary(values: Sequence[float]) -> bool:
 def smallest_pvalue(units: int) -> float:
     """The smallest two-sided p-value a test can reach when ``units`` exchangeable units differ:
     2 / 2^k, the observed arrangement and its mirror image among all 2^k (exact McNemar with m
-    discordant items is the sign-flip of those m items); 1 when none differs."""
-    return 1.0 if units <= 0 else min(1.0, 2.0 / 2.0**units)
+    discordant items is the sign-flip of those m items); 1 when none differs. Written as
+    2^(1 - k), which underflows to 0 on a large benchmark where 2 / 2^k overflowed (k > 1023)."""
+    return 1.0 if units <= 0 else min(1.0, 2.0 ** (1 - units))
 
 
 def _nonzero_units(x: Sequence[float], y: Sequence[float], clusters: Sequence[Hashable] | None) -> int:
