@@ -1,8 +1,10 @@
 """PPI++ estimates (clinieval.analysis.ppi): against ppi_py, by hand, and by simulation.
 
 ppi_py (ppi-python 0.2.3) is the reference only; clinieval never imports it. The simulations are
-those of bench/ppi_validity.py (the table docs/calibration.md quotes), with the same seeds, so the
-test asserts on exactly the numbers the docs give.
+those of bench/ppi_validity.py (the scenarios docs/calibration.md tabulates), run here with 4,000
+studies each rather than the table's 1,000: PPI++'s true coverage in them is 93.8-94.8% (20,000
+studies), and at 1,000 studies a figure wanders +-1.4 points, so a 93% floor would hold or fail by
+the luck of the seed (it failed for 7 of 20 seeds tried); at 4,000 (+-0.7) it held for all 10 tried.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from clinieval.analysis.ppi import (
 )
 from clinieval.errors import UserError
 
-SEED = 20240  # bench/ppi_validity.py's default: the docs' table
-STUDIES = 1000
+SEED = 20240  # bench/ppi_validity.py's default
+STUDIES = 4000  # per coverage simulation (see above)
 
 
 def _keyed(y: np.ndarray, f_lab: np.ndarray, f_unl: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
@@ -425,7 +427,7 @@ def test_ratings_needed_delivers_its_width_in_simulation() -> None:
     assert sd == pytest.approx(np.std(y, ddof=1)) and rho == pytest.approx(np.corrcoef(y, f)[0, 1])
     n = ratings_needed(0.10, sd=sd, rho=rho, judged=design.items)
     assert n < ratings_needed(0.10, sd=sd, rho=0.0, judged=design.items) * 0.75
-    truth, judge = sim.simulate(design, STUDIES, rng)
+    truth, judge = sim.simulate(design, 1000, rng)
     y_all, f_all = truth[0].astype(float), judge[0].astype(float)
     widths = ppi_mean_batch(y_all[:, :n], f_all[:, :n], f_all[:, n:]).width()
     assert np.median(widths) == pytest.approx(0.10, rel=0.03)
