@@ -9,7 +9,8 @@ this package; this package never imports a benchmark), numbers in and numbers ou
   :mod:`.subgroups` (chi-square by attribute), :mod:`.rankings` (the ScoreTable, ranks, win rates,
   head-to-head), :mod:`.rank_agreement` (Kendall agreement, rank instability, ordering accuracy),
   :mod:`.agreement` (correlations, kappa, alpha, ICC), :mod:`.judge_vs_human` (a judge against
-  human scores of the same responses), with :mod:`._validation`'s input checks;
+  human scores of the same responses), :mod:`.ppi` (clinician-level scores from every judge score
+  plus a clinician sample, PPI++), with :mod:`._validation`'s input checks;
 * ``clinieval analyze`` over a long table: :mod:`.table` (reading it), :mod:`.analyze`,
   :mod:`.analyze_context` and :mod:`.analyze_human` (computing), :mod:`.markdown` (rendering);
 * ``clinieval correlate`` over per-model score tables: :mod:`.model_scores`, :mod:`.correlate`,
