@@ -32,24 +32,34 @@ from __future__ import annotations
 import math
 import numbers
 import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 
+from clinieval.analysis import leaderboard_calibrated as calibrated
 from clinieval.analysis._validation import level as check_level
 from clinieval.analysis._validation import positive_int
 from clinieval.analysis.exact_pairs import PairTest, exact_pair_test
+from clinieval.analysis.leaderboard_calibrated import CALIBRATED_CI_METHOD, CALIBRATED_PAIR_TEST, Calibration
 from clinieval.analysis.leaderboard_ranks import (
     FloatArray,
-    JudgeStability,
     RankDistribution,
     bootstrap_ranks,
     judge_stability,
     rank_distribution,
     rank_rows,
+)
+from clinieval.analysis.leaderboard_types import (
+    AGGREGATION,
+    CAVEATS,
+    BenchmarkBoard,
+    BenchmarkScores,
+    Leaderboard,
+    ModelScore,
+    OverallRank,
+    PairDifference,
 )
 from clinieval.analysis.leaderboard_words import margin_words, verdict
 from clinieval.analysis.uncertainty import (
@@ -75,224 +85,10 @@ __all__ = [
     "rank_seed",
 ]
 
-AGGREGATION = (
-    "Overall rank: the mean of each model's per-benchmark ranks (rank 1 = best on that benchmark, on the"
-    " items every model answered there), over the benchmarks the model has; lower is better. Its rank"
-    " interval comes from a joint bootstrap: every replicate redraws each benchmark's items"
-    " independently, ranks the models on each benchmark and averages their ranks again."
-)
-CAVEATS = (
-    "Ranks ignore how far apart the scores are: a win by 0.001 counts as much as a win by 0.5.",
-    "Every benchmark weighs the same, however many items it has.",
-    "A model missing a benchmark is ranked on fewer benchmarks than the others.",
-)
-PAIR_TEST = (
-    "exact McNemar for right/wrong items, otherwise the sign-flip permutation test of the mean difference"
-    " (exhaustive up to 2^20 arrangements, Monte Carlo beyond with its error stated), on the items both"
-    " models answered; the CI of the difference is a paired bootstrap"
-)
 MIN_ITEMS = 30
 """Fewer items than this on a benchmark (independent items) draws a warning on its block."""
 MIN_CLUSTERS = 10
 """Fewer patients than this on a clustered benchmark draws a warning on its block."""
-
-
-@dataclass(frozen=True, slots=True)
-class BenchmarkScores:
-    """One benchmark's per-item scores for every model (what ``SuitePart.headline`` reads back).
-
-    ``scores``: model -> item id -> score (higher is better); ``clusters``: item id -> patient id
-    (None: items are independent); ``judge_runs``: model -> one mapping item -> score per judge
-    repeat; ``failed``: model -> items left out because the model call failed; ``scale``: the
-    metric's range (low, high) when known, for figures.
-    """
-
-    name: str
-    metric: str
-    scores: Mapping[str, Mapping[str, float]]
-    clusters: Mapping[str, str] | None = None
-    judge_runs: Mapping[str, Sequence[Mapping[str, float]]] = field(default_factory=dict)
-    failed: Mapping[str, int] = field(default_factory=dict)
-    scale: tuple[float, float] | None = None
-    margin: float | None = None
-    """A clinical margin on the metric's scale: with it, each pair is also called practically
-    equivalent, better by at least the margin, or neither (:func:`margin_call`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelScore:
-    """A model's mean over the items it answered, its CI, how many items and clusters, how many failed."""
-
-    model: str
-    mean: float
-    ci: tuple[float, float]
-    n: int
-    failed: int
-    clusters: int | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "mean": self.mean,
-            "ci": list(self.ci),
-            "n": self.n,
-            "failed": self.failed,
-            "clusters": self.clusters,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PairDifference:
-    """``a`` minus ``b`` on the ``n`` items both answered: mean, CI, p-value, Holm-adjusted p-value."""
-
-    a: str
-    b: str
-    n: int
-    mean_difference: float
-    ci: tuple[float, float]
-    pvalue: float
-    pvalue_holm: float
-    significant: bool
-    test: str = ""
-    """How ``pvalue`` was obtained (:class:`~clinieval.analysis.exact_pairs.PairTest`)."""
-    exhaustive: bool = True
-    mc_error: float | None = None
-    smallest_p: float = 0.0
-    """The smallest p-value the test could give on these items: above alpha, no pair can differ."""
-    margin_ci: tuple[float, float] | None = None
-    """The (1 - 2 alpha) paired bootstrap CI of A - B that the margin's one-sided tests read."""
-    margin_call: str | None = None
-    """With a margin: "equivalent", "a better", "b better" (by at least the margin) or "neither"."""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "a": self.a,
-            "b": self.b,
-            "n": self.n,
-            "mean_difference": self.mean_difference,
-            "ci": list(self.ci),
-            "p": self.pvalue,
-            "p_holm": self.pvalue_holm,
-            "significant": self.significant,
-            "test": self.test,
-            "exhaustive": self.exhaustive,
-            "p_monte_carlo_error": self.mc_error,
-            "smallest_possible_p": self.smallest_p,
-            "margin_ci": None if self.margin_ci is None else list(self.margin_ci),
-            "margin_call": self.margin_call,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class BenchmarkBoard:
-    """One benchmark's board; ``models`` and ``scores`` in leaderboard order (observed rank, then mean)."""
-
-    name: str
-    metric: str
-    models: tuple[str, ...]
-    scores: tuple[ModelScore, ...]
-    pairs: tuple[PairDifference, ...]
-    ranks: tuple[RankDistribution, ...]
-    rank_items: int
-    rank_clusters: int | None
-    judge: JudgeStability | None
-    verdict: str
-    scale: tuple[float, float] | None
-    ci_method: str
-    digits: int
-    replicates: FloatArray = field(repr=False, compare=False)
-    warnings: tuple[str, ...] = ()
-    """Too few items or patients, degenerate intervals (:func:`_warnings`)."""
-    margin: float | None = None
-
-    @property
-    def clustered(self) -> bool:
-        return self.rank_clusters is not None
-
-    def score(self, model: str) -> ModelScore:
-        return next(s for s in self.scores if s.model == model)
-
-    def rank(self, model: str) -> RankDistribution:
-        return next(r for r in self.ranks if r.model == model)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "metric": self.metric,
-            "models": list(self.models),
-            "clustered": self.clustered,
-            "ci_method": self.ci_method,
-            "pair_test": PAIR_TEST + (", patients exchanged whole" if self.clustered else ""),
-            "scale": list(self.scale) if self.scale else None,
-            "digits": self.digits,
-            "scores": [s.as_json() for s in self.scores],
-            "pairs": [p.as_json() for p in self.pairs],
-            "rank_items": self.rank_items,
-            "rank_clusters": self.rank_clusters,
-            "ranks": [r.as_json() for r in self.ranks],
-            "judge": self.judge.as_json() if self.judge else None,
-            "verdict": self.verdict,
-            "warnings": list(self.warnings),
-            "margin": self.margin,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class OverallRank:
-    """A model's mean rank over its benchmarks (``ranks``: benchmark -> rank) and where that puts it."""
-
-    model: str
-    mean_rank: float
-    ranks: Mapping[str, float]
-    position: RankDistribution
-
-    def as_json(self) -> dict[str, Any]:
-        return {"model": self.model, "mean_rank": self.mean_rank, "ranks": dict(self.ranks)} | {
-            k: v for k, v in self.position.as_json().items() if k != "model"
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Leaderboard:
-    """Every benchmark's board, the overall ranking and the settings that produced them."""
-
-    benchmarks: tuple[BenchmarkBoard, ...]
-    overall: tuple[OverallRank, ...]
-    win_rates: tuple[tuple[float | None, ...], ...]
-    win_counts: tuple[tuple[int, ...], ...]
-    level: float
-    resamples: int
-    seed: int
-
-    @property
-    def alpha(self) -> float:
-        return round(1.0 - self.level, 12)
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        return tuple(o.model for o in self.overall)
-
-    def to_json(self) -> dict[str, Any]:
-        """leaderboard.json: every number the page shows, in plain JSON types."""
-        return {
-            "level": self.level,
-            "alpha": self.alpha,
-            "resamples": self.resamples,
-            "seed": self.seed,
-            "rank_ties": "average",
-            "multiple_comparisons": "holm",
-            "benchmarks": [b.as_json() for b in self.benchmarks],
-            "overall": {
-                "aggregation": AGGREGATION,
-                "caveats": list(CAVEATS),
-                "models": [o.as_json() for o in self.overall],
-                "win_rates": {
-                    "models": list(self.models),
-                    "rates": [list(r) for r in self.win_rates],
-                    "battles": [list(r) for r in self.win_counts],
-                },
-            },
-        }
 
 
 # --- inputs -------------------------------------------------------------------------------------
@@ -392,6 +188,9 @@ def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed
         raise UserError(
             f"{where}: the items both answered come from 1 patient; a clustered test needs 2 (raise limit)"
         )
+    enough = len(common) >= MIN_ITEMS if labels is None else len(set(labels)) >= MIN_CLUSTERS
+    if b.clinicians is not None:
+        return _calibrated_pair(b, x, y, level, enough)
     xs, ys = [float(b.scores[x][i]) for i in common], [float(b.scores[y][i]) for i in common]
     interval = paired_bootstrap(xs, ys, level=level, resamples=resamples, seed=seed, clusters=labels)
     margin_ci = None
@@ -399,9 +198,26 @@ def _pair(b: BenchmarkScores, x: str, y: str, level: float, resamples: int, seed
         two_sided = 1.0 - 2.0 * (1.0 - level)
         boot = paired_bootstrap(xs, ys, level=two_sided, resamples=resamples, seed=seed, clusters=labels)
         margin_ci = (boot.ci_low, boot.ci_high)
-    enough = len(common) >= MIN_ITEMS if labels is None else len(set(labels)) >= MIN_CLUSTERS
     test = exact_pair_test(xs, ys, clusters=labels, seed=seed)
     return _Paired(interval, test, len(common), enough, margin_ci)
+
+
+def _calibrated_pair(b: BenchmarkScores, x: str, y: str, level: float, enough: bool) -> _Paired:
+    """X minus Y by PPI++ on the paired differences (clinicians rated both answers of an item)."""
+    clinicians = b.clinicians or {}
+    diff, p, wide = calibrated.paired(
+        b.scores[x],
+        b.scores[y],
+        clinicians.get(x, {}),
+        clinicians.get(y, {}),
+        b.clusters,
+        level=level,
+        margin=b.margin is not None,
+    )
+    interval = PairedBootstrap(diff.value, diff.low, diff.high, p, diff.n_judged)
+    units = diff.clusters or diff.n_judged
+    test = PairTest(p, CALIBRATED_PAIR_TEST, units, exhaustive=True, mc_error=None, smallest=0.0)
+    return _Paired(interval, test, diff.n_judged, enough, wide)
 
 
 def _pairs(
@@ -530,12 +346,31 @@ def _common_table(b: BenchmarkScores, models: Sequence[str]) -> tuple[list[str],
 def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> BenchmarkBoard:
     _check_scores(b)
     given = list(b.scores)
-    headline = {m: _headline(b, m, level, resamples, seed) for m in given}
+    cal = None
+    if b.clinicians is not None:
+        cal = calibrated.calibrate(b.scores, b.clinicians, b.clusters, kind=b.clinician_kind, level=level)
+    headline = {
+        m: _headline(b, m, level, resamples, seed) if cal is None else _calibrated_headline(b, m, cal)
+        for m in given
+    }
     common, table = _common_table(b, given)
     labels = None if b.clusters is None else [b.clusters[i] for i in common]
     where = f"benchmark {b.name!r}"
-    reps = bootstrap_ranks(table, labels, resamples=resamples, seed=rank_seed(seed, b.name), where=where)
-    observed = rank_rows(table.mean(axis=0)[None, :])[0]
+    if cal is None:
+        reps = bootstrap_ranks(table, labels, resamples=resamples, seed=rank_seed(seed, b.name), where=where)
+        observed = rank_rows(table.mean(axis=0)[None, :])[0]
+    else:
+        lams = [cal.model(m).calibrated.lam or 0.0 for m in given]
+        means, reps = calibrated.rank_replicates(
+            b.scores,
+            b.clinicians or {},
+            b.clusters,
+            given,
+            lams,
+            resamples=resamples,
+            seed=rank_seed(seed, b.name),
+        )
+        observed = rank_rows(means[None, :])[0]
     order = sorted(range(len(given)), key=lambda j: (observed[j], -headline[given[j]].mean, j))
     models = [given[j] for j in order]
     reps, observed = reps[:, order], observed[order]
@@ -555,13 +390,36 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
         judge=judge_stability(b.judge_runs, models, where=where),
         verdict=verdict(models, pairs, level, digits) + margin_words(pairs, b.margin, digits),
         scale=b.scale,
-        ci_method="bootstrap over patients (a patient's items together)"
-        if b.clusters is not None
-        else "bootstrap over items",
+        ci_method=_ci_method(b, cal),
         digits=digits,
         replicates=reps,
-        warnings=tuple(_warnings(b, scores, pairs)),
+        warnings=tuple(_warnings(b, scores, pairs) + ([] if cal is None else calibrated.warnings(cal))),
         margin=b.margin,
+        calibration=cal,
+    )
+
+
+def _ci_method(b: BenchmarkScores, cal: Calibration | None) -> str:
+    if cal is not None:
+        return CALIBRATED_CI_METHOD + (", patients as clusters" if b.clusters is not None else "")
+    if b.clusters is not None:
+        return "bootstrap over patients (a patient's items together)"
+    return "bootstrap over items"
+
+
+def _calibrated_headline(b: BenchmarkScores, model: str, cal: Calibration) -> ModelScore:
+    """The model's PPI++ estimate as its number on the board."""
+    e = cal.model(model).calibrated
+    patients = None if b.clusters is None else len({b.clusters[i] for i in b.scores[model]})
+    return ModelScore(
+        model,
+        e.value,
+        (e.low, e.high),
+        e.n_judged,
+        int(b.failed.get(model, 0)),
+        patients,
+        estimator=e.estimator,
+        rated=e.n_rated,
     )
 
 

@@ -67,8 +67,10 @@ def forest_svg(
     cis: Sequence[tuple[float, float]],
     digits: int,
     scale: tuple[float, float] | None = None,
+    colours: Sequence[str] | None = None,
 ) -> str:
-    """One row per model: its mean as a dot, its CI as a line, and both written at the right."""
+    """One row per model: its mean as a dot, its CI as a line, and both written at the right
+    (``colours``: one per row, to tell two kinds of estimate apart; default all blue)."""
     wrapped, left = _labels(models)
     heights = _rows(wrapped)
     low, high = _range([c[0] for c in cis], [c[1] for c in cis], scale)
@@ -84,14 +86,16 @@ def forest_svg(
     width = left + PLOT_W + GAP * 2 + value_w + PAD
     parts: list[str] = []
     y = float(PAD)
-    for name, lines, h, mean, ci, text in zip(models, wrapped, heights, means, cis, texts, strict=True):
+    inks = list(colours) if colours is not None else ["#1f77b4"] * len(models)
+    rows = zip(models, wrapped, heights, means, cis, texts, inks, strict=True)
+    for name, lines, h, mean, ci, text, ink in rows:
         mid = y + h / 2
         tip = f"{name}: {text}"
         parts.append(_label(lines, name, left - GAP, y, h))
         parts.append(
             f'<g><title>{_e(tip)}</title><line x1="{x(ci[0]):.1f}" y1="{mid:.1f}" x2="{x(ci[1]):.1f}" '
-            f'y2="{mid:.1f}" stroke="#1f77b4" stroke-width="2"/><circle cx="{x(mean):.1f}" cy="{mid:.1f}" '
-            f'r="4" fill="#1f77b4"/></g>'
+            f'y2="{mid:.1f}" stroke="{ink}" stroke-width="2"/><circle cx="{x(mean):.1f}" cy="{mid:.1f}" '
+            f'r="4" fill="{ink}"/></g>'
         )
         parts.append(
             f'<text class="value" x="{left + PLOT_W + 2 * GAP:.1f}" y="{mid + 0.35 * FONT:.1f}" '

@@ -85,7 +85,7 @@ def _scores_table(b: JSON, links: Mapping[str, str | None]) -> Table:
     level = b["level_percent"]
     header = [
         "Model",
-        "Mean",
+        "Calibrated (PPI++)" if b.get("calibration") else "Mean",
         f"{level}% CI",
         "n",
         "Failed",
@@ -112,6 +112,8 @@ def _test_name(p: JSON) -> str:
         return "paired bootstrap"  # a leaderboard.json written before exact tests
     if test.startswith("exact McNemar"):
         return "exact McNemar"
+    if test.startswith("PPI++"):
+        return "PPI++, normal"
     return "sign-flip, exact" if p.get("exhaustive", True) else "sign-flip, Monte Carlo"
 
 
@@ -247,7 +249,7 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
     scores = {s["model"]: s for s in b["scores"]}
     ranks = {r["model"]: r for r in b["ranks"]}
     figures = forest_svg(
-        f"{b['name']}: mean {b['metric']} with {level}% CI",
+        f"{b['name']}: {'calibrated' if b.get('calibration') else 'mean'} {b['metric']} with {level}% CI",
         models,
         [scores[m]["mean"] for m in models],
         [tuple(scores[m]["ci"]) for m in models],
@@ -267,7 +269,7 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
         Paragraph([Strong(b["verdict"])]),
         _scores_table(b, links),
         Paragraph(
-            f"Mean over the items each model answered; {level}% CI by {b['ci_method']}. Failed: items whose"
+            f"{_what_the_number_is(b)}; {level}% CI by {b['ci_method']}. Failed: items whose"
             f" model call failed, left out (never scored 0). Ranks: on the {where}, rank 1 = best, ties"
             f" share the average rank; the median and {level}% interval come from {board['resamples']}"
             " bootstrap replicates"
@@ -295,12 +297,99 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
                 " at least the margin), not adjusted for the number of pairs."
             )
         blocks.append(Section("Pairwise differences", [_pairs_table(b), Paragraph(note, "note")]))
+    if b.get("calibration"):
+        blocks.append(Section("Calibrated by clinicians", calibration_blocks(b)))
     judged = (board.get("judges") or {}).get(b["name"])
     if judged:
         blocks.append(Section("The judge", _judge_facts(judged, models)))
     if b["judge"]:
         blocks.append(Section("Judge-run rank stability", _judge_blocks(b["judge"])))
     return Section(f"{b['name']} — {b['metric']}", blocks, anchor(b["name"]))
+
+
+def _what_the_number_is(b: JSON) -> str:
+    cal = b.get("calibration")
+    if not cal:
+        return "Mean over the items each model answered"
+    rated = sorted({m["calibrated"]["n_rated"] for m in cal["models"]})
+    per = f"{rated[0]}" if len(rated) == 1 else f"{rated[0]}–{rated[-1]}"
+    return (
+        "The clinicians' mean as estimated by PPI++ from every judge score of the model and"
+        f" {per} clinician ratings per model (the section below has the judge-only and clinicians-only"
+        " numbers beside it)"
+    )
+
+
+JUDGE_COLOUR = "#999999"
+CALIBRATED_COLOUR = "#1f77b4"
+CALIBRATION_NOTE = (
+    "Judge only: the judge's mean over every answer, biased by however much the judge is. Clinicians only:"
+    " the rated sample alone, unbiased but wide. Calibrated (PPI++): every judge score, corrected by the"
+    " clinicians' sample: unbiased whatever the judge's bias, and narrower than the sample alone when the"
+    " judge agrees with the clinicians (λ: how much weight the judge's scores get, 0 to 1, fitted). Judge"
+    " bias: the judge's mean minus the clinicians' on the rated answers; a bias that differs between"
+    " models is why a ranking by the judge alone can be wrong with tight intervals. docs/calibration.md"
+    " says when to trust which."
+)
+
+
+def calibration_blocks(b: JSON) -> list[Block]:
+    """The calibration section: each model's four estimates, the judge's agreement with the
+    clinicians, and a figure of judge-only against calibrated."""
+    cal, d, level = b["calibration"], b["digits"], b["level_percent"]
+    rows: list[list[Cell]] = []
+    for m in cal["models"]:
+        lam = m["calibrated"]["lam"]
+        rows.append(
+            [
+                m["model"],
+                _estimate_text(m["judge_only"], d),
+                _estimate_text(m["clinicians_only"], d) + f" (n = {m['clinicians_only']['n_rated']})",
+                _estimate_text(m["calibrated"], d),
+                _estimate_text(m["judge_bias"], d, signed=True),
+                NO_LINK if lam is None else f"{lam:.2f}",
+            ]
+        )
+    header = ["Model", "Judge only", "Clinicians only", "Calibrated (PPI++)", "Judge bias", "λ"]
+    models = [m["model"] for m in cal["models"]]
+    picture = forest_svg(
+        f"{b['name']}: judge only and calibrated, {level}% CI",
+        [f"{name} · {what}" for name in models for what in ("judge only", "calibrated")],
+        [m[k]["value"] for m in cal["models"] for k in ("judge_only", "calibrated")],
+        [tuple(m[k]["ci"]) for m in cal["models"] for k in ("judge_only", "calibrated")],
+        d,
+        tuple(b["scale"]) if b["scale"] else None,
+        colours=[c for _ in models for c in (JUDGE_COLOUR, CALIBRATED_COLOUR)],
+    )
+    return [
+        Paragraph(
+            f"{cal['rated']} clinician ratings ({cal['kind']}) behind this benchmark's numbers;"
+            f" {_agreement_text(cal['agreement'])}"
+        ),
+        Table(header, rows),
+        Paragraph(f"{level}% intervals. " + CALIBRATION_NOTE, "note"),
+        Raw(f'<div class="figures">{picture}</div>', "The figure shows the numbers of the table."),
+    ]
+
+
+def _estimate_text(e: JSON, digits: int, *, signed: bool = False) -> str:
+    value = format_number(e["value"], digits)
+    if signed and e["value"] > 0:
+        value = "+" + value
+    return f"{value} {interval_text(e['ci'], digits)}"
+
+
+def _agreement_text(a: JSON) -> str:
+    n = a.get("answers", 0)
+    if not n:
+        return "no rated answer has a judge score to compare."
+    if "kappa" in a:
+        kappa = NO_LINK if a["kappa"] is None else f"{a['kappa']:.2f}"
+        share = percent(a["agreement"])
+        return f"the judge agrees with the clinicians on {share} of {n} rated answers (κ {kappa})."
+    r = a.get("pearson_r")
+    shown = NO_LINK if r is None else f"{r:.2f}"
+    return f"judge and clinician scores correlate at r = {shown} over {n} rated answers."
 
 
 def _overall(board: JSON) -> Section:

@@ -1,0 +1,263 @@
+"""A benchmark's leaderboard numbers calibrated by clinician ratings (prediction-powered inference).
+
+Where clinicians rated a random sample of a judged benchmark's answers
+(``clinieval suite sample``), each model's number on the board is no longer the judge's mean but
+the PPI++ estimate of the clinicians' mean (:func:`clinieval.analysis.ppi.ppi_mean`): every judge
+score and the clinicians' sample together, unbiased whatever the judge's bias, with a valid 95%
+interval. A judge's bias is not a constant (a judge that favours its own family or longer answers
+moves some models and not others), so a ranking by the judge alone can be wrong with tight
+intervals; this is the correction. Everything the board derives follows the same estimates:
+
+- the pairs: :func:`~clinieval.analysis.ppi.ppi_difference` on the items both models answered
+  (the sampler rates every model's answer to a sampled item, so the design is paired), with a
+  normal-approximation p-value that Holm's adjustment then controls over the benchmark's pairs;
+- the rank intervals: a bootstrap of the same estimator, rated and unrated units redrawn apart
+  (patients whole where items share patients), each model with its own fitted weight ``lam``;
+- beside them, per model: the judge-only mean, the clinicians-only mean, the judge's bias
+  against the clinicians, each with its interval; and per benchmark the judge-clinician agreement.
+
+Pure statistics, no I/O, no import of :mod:`clinieval.analysis.leaderboard` (which calls this).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from clinieval.analysis.leaderboard_ranks import FloatArray, rank_rows
+from clinieval.analysis.ppi import Estimate, clinicians_only, judge_bias, judge_only, ppi_difference, ppi_mean
+
+Scores = Mapping[str, float]
+
+ESTIMATOR = "PPI++"
+CALIBRATED_CI_METHOD = (
+    "PPI++: every judge score and the clinicians' ratings together (prediction-powered inference,"
+    " power-tuned), a normal interval"
+)
+CALIBRATED_PAIR_TEST = (
+    "PPI++ on the paired differences of the items both models answered, normal approximation"
+)
+MIN_RATED = 30
+"""Fewer rated items than this (or :data:`MIN_RATED_PATIENTS` patients) draws a warning: the
+normal interval rests on the clinicians' sample, and a small one makes it approximate."""
+MIN_RATED_PATIENTS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCalibration:
+    """One model's four numbers on a calibrated benchmark."""
+
+    model: str
+    judge: Estimate
+    clinicians: Estimate
+    calibrated: Estimate
+    bias: Estimate
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "judge_only": _estimate_json(self.judge),
+            "clinicians_only": _estimate_json(self.clinicians),
+            "calibrated": _estimate_json(self.calibrated),
+            "judge_bias": _estimate_json(self.bias),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """What calibrated a benchmark: the kind of clinician judgement, the models' numbers, and how
+    far the judge agreed with the clinicians on the rated answers."""
+
+    kind: str
+    models: tuple[ModelCalibration, ...]
+    agreement: Mapping[str, float | int | None]
+
+    def model(self, name: str) -> ModelCalibration:
+        return next(m for m in self.models if m.model == name)
+
+    @property
+    def rated(self) -> int:
+        """Clinician ratings behind the board (every model's, summed)."""
+        return sum(m.calibrated.n_rated for m in self.models)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "estimator": ESTIMATOR,
+            "rated": self.rated,
+            "models": [m.as_json() for m in self.models],
+            "agreement": dict(self.agreement),
+        }
+
+
+def _estimate_json(e: Estimate) -> dict[str, Any]:
+    return {
+        "estimator": e.estimator,
+        "value": e.value,
+        "ci": [e.low, e.high],
+        "se": e.se,
+        "n_rated": e.n_rated,
+        "n_judged": e.n_judged,
+        "clusters": e.clusters,
+        "lam": e.lam,
+    }
+
+
+def calibrate(
+    judge: Mapping[str, Scores],
+    clinicians: Mapping[str, Scores],
+    clusters: Mapping[str, str] | None,
+    *,
+    kind: str,
+    level: float,
+) -> Calibration:
+    """Each model's judge-only, clinicians-only, PPI++ and bias estimates at ``level``, and the
+    judge-clinician agreement over every rated answer. Ratings of items the judge did not score
+    (the answer failed, the judge gave no verdict) cannot be paired with a judge score and are
+    left out here, as the judge's own failures are left out of its mean."""
+    alpha = 1.0 - level
+    out = []
+    for model, f in judge.items():
+        y = {i: v for i, v in clinicians.get(model, {}).items() if i in f}
+        out.append(
+            ModelCalibration(
+                model,
+                judge_only(f, clusters, alpha),
+                clinicians_only(y, clusters, alpha),
+                ppi_mean(f, y, clusters, alpha),
+                judge_bias(f, y, clusters, alpha),
+            )
+        )
+    return Calibration(kind, tuple(out), agreement(judge, clinicians))
+
+
+def agreement(judge: Mapping[str, Scores], clinicians: Mapping[str, Scores]) -> dict[str, float | int | None]:
+    """Judge against clinicians on every rated answer of every model: the share of answers where
+    they agree and Cohen's kappa when both are right/wrong verdicts, else Pearson's r."""
+    pairs = [(f[i], y) for m, f in judge.items() for i, y in clinicians.get(m, {}).items() if i in f]
+    if not pairs:
+        return {"answers": 0}
+    fs = np.array([p[0] for p in pairs], dtype=np.float64)
+    ys = np.array([p[1] for p in pairs], dtype=np.float64)
+    binary = bool(np.isin(fs, (0.0, 1.0)).all() and np.isin(ys, (0.0, 1.0)).all())
+    if binary:
+        observed = float(np.mean(fs == ys))
+        chance = float(fs.mean() * ys.mean() + (1 - fs.mean()) * (1 - ys.mean()))
+        kappa = None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
+        return {"answers": len(pairs), "agreement": observed, "kappa": kappa}
+    spread = float(fs.std() * ys.std())
+    r = None if spread == 0.0 else float(np.mean((fs - fs.mean()) * (ys - ys.mean())) / spread)
+    return {"answers": len(pairs), "pearson_r": r}
+
+
+def paired(
+    judge_x: Scores,
+    judge_y: Scores,
+    clin_x: Scores,
+    clin_y: Scores,
+    clusters: Mapping[str, str] | None,
+    *,
+    level: float,
+    margin: bool,
+) -> tuple[Estimate, float, tuple[float, float] | None]:
+    """X minus Y by PPI++ on the paired differences: the estimate, its two-sided p-value and,
+    when a margin is asked for, the ``1 - 2 alpha`` interval its one-sided tests read."""
+    alpha = 1.0 - level
+    diff, p = ppi_difference(judge_x, judge_y, clin_x, clin_y, clusters, alpha)
+    wide = None
+    if margin:
+        two, _ = ppi_difference(judge_x, judge_y, clin_x, clin_y, clusters, 2.0 * alpha)
+        wide = (two.low, two.high)
+    return diff, p, wide
+
+
+def rank_replicates(
+    judge: Mapping[str, Scores],
+    clinicians: Mapping[str, Scores],
+    clusters: Mapping[str, str] | None,
+    models: Sequence[str],
+    lams: Sequence[float],
+    *,
+    resamples: int,
+    seed: Sequence[int],
+) -> tuple[FloatArray, FloatArray]:
+    """Every model's PPI++ estimate and its rank in each of ``resamples`` bootstrap replicates.
+
+    The units are the items every model's judge scored (patients whole where clustered), split
+    into those every model's answer was rated on and the rest; each replicate redraws the two
+    sets apart (the design drew them apart) and recomputes ``lam_m * mean_unrated(f_m) +
+    mean_rated(y_m - lam_m f_m)`` per model with the weight fitted on the data. Returns (observed
+    estimates, ranks per replicate)."""
+    common = [i for i in judge[models[0]] if all(i in judge[m] for m in models[1:])]
+    rated = [i for i in common if all(i in clinicians.get(m, {}) for m in models)]
+    taken = set(rated)
+    rest = [i for i in common if i not in taken]
+    lam = np.asarray(lams, dtype=np.float64)
+    f_rest = np.array([[judge[m][i] for m in models] for i in rest], dtype=np.float64).reshape(len(rest), -1)
+    f_rated = np.array([[judge[m][i] for m in models] for i in rated], dtype=np.float64).reshape(
+        len(rated), -1
+    )
+    y_rated = np.array([[clinicians[m][i] for m in models] for i in rated], dtype=np.float64).reshape(
+        len(rated), -1
+    )
+    residual = y_rated - lam * f_rated
+    rng = np.random.default_rng(list(seed))
+    rest_mean = _resampled_means(f_rest, _units(rest, clusters), resamples, rng)
+    rated_mean = _resampled_means(residual, _units(rated, clusters), resamples, rng)
+    observed = (lam * f_rest.mean(axis=0) if len(rest) else 0.0) + residual.mean(axis=0)
+    estimates = (lam * rest_mean if len(rest) else 0.0) + rated_mean
+    return np.asarray(observed, dtype=np.float64), rank_rows(estimates)
+
+
+def _units(items: Sequence[str], clusters: Mapping[str, str] | None) -> NDArray[np.int64]:
+    """Each item's resampling unit: its patient where items share patients, else itself."""
+    if clusters is None:
+        return np.arange(len(items), dtype=np.int64)
+    codes: dict[str, int] = {}
+    return np.array([codes.setdefault(clusters[i], len(codes)) for i in items], dtype=np.int64)
+
+
+def _resampled_means(
+    values: FloatArray, units: NDArray[np.int64], resamples: int, rng: np.random.Generator
+) -> FloatArray:
+    """Column means of ``values`` over ``resamples`` draws of its units with replacement (items of
+    a unit together), in chunks so a large benchmark needs little memory."""
+    if len(values) == 0:
+        return np.zeros((resamples, values.shape[1]))
+    groups = int(units.max()) + 1
+    sums = np.zeros((groups, values.shape[1]))
+    np.add.at(sums, units, values)
+    sizes = np.bincount(units, minlength=groups).astype(np.float64)
+    out = np.empty((resamples, values.shape[1]))
+    chunk = max(1, min(resamples, 4_000_000 // max(groups, 1)))
+    for start in range(0, resamples, chunk):
+        count = min(chunk, resamples - start)
+        weights = rng.multinomial(groups, np.full(groups, 1.0 / groups), size=count).astype(np.float64)
+        out[start : start + count] = (weights @ sums) / (weights @ sizes)[:, None]
+    return out
+
+
+def warnings(cal: Calibration) -> list[str]:
+    """Plain words where the clinicians' sample is too small for the normal interval to be trusted,
+    or where a model has no rating the judge could be checked against."""
+    out = []
+    for m in cal.models:
+        rated, patients = m.calibrated.n_rated, m.calibrated.clusters
+        small = rated < MIN_RATED if patients is None else patients < MIN_RATED_PATIENTS
+        if small:
+            unit = f"{patients} rated patients" if patients is not None else f"{rated} rated items"
+            least = f"{MIN_RATED_PATIENTS} patients" if patients is not None else f"{MIN_RATED} items"
+            out.append(
+                f"{m.model}: its calibrated interval rests on {unit} (fewer than {least}): the normal"
+                " approximation behind it is rough; rate more of the sample"
+            )
+    return out
+
+
+def is_finite(e: Estimate) -> bool:
+    return all(math.isfinite(v) for v in (e.value, e.low, e.high))
