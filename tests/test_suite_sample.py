@@ -31,7 +31,7 @@ from sqlalchemy import select
 from clinieval.errors import UserError
 from clinieval.review import accounts, assigning, store
 from clinieval.review.app import create_app
-from clinieval.review.db import Answer, Item, Study, read_session
+from clinieval.review.db import Answer, Item, Study, User, read_session
 from clinieval.review.items import AnswerIn, ReviewItem
 from clinieval.runs import RunDir
 from clinieval.suite.clinicians import read_clinicians
@@ -509,3 +509,51 @@ def test_a_correctness_study_asks_no_rank_and_takes_one_answer(tmp_path: Path) -
     assert [m.key for m in kind.measures(config)] == ["correct"]
     with pytest.raises(UserError, match="'design' should be an object"):
         kind.config({"design": [1]})
+
+
+def test_rating_scores_read_back_on_their_scale(tmp_path: Path) -> None:
+    """A graded judge's sample is a rate study; its 1-5 scores come back per model, averaged over
+    reviewers, from the database and from the export's ratings.csv (no suite needed: the design
+    and the study are made as `suite sample` makes them)."""
+    from clinieval.review import reviewing
+    from clinieval.review.importing import import_items
+    from clinieval.suite.sample_design import BenchmarkSample, review_study
+
+    b = BenchmarkSample(
+        benchmark="bench",
+        study="graded-bench",
+        models=("m1", "m2"),
+        judged={"m1": 3, "m2": 3},
+        eligible=3,
+        patients=("p1", "p2"),
+        items=("i1", "i2"),
+        patient_of={"i1": "p1", "i2": "p2"},
+        answers={"i1": {"a1": "m2", "a2": "m1"}, "i2": {"a1": "m1", "a2": "m2"}},
+        binary=False,
+    )
+    design = SampleDesign("graded", 3, 2, "rating", "now", "t", (b,))
+    kind, config = review_study("rating")
+    assert (kind, [s["name"] for s in config["scales"]]) == ("rate", ["correctness"])
+    db = new_db(tmp_path / "r.db")
+    engine = store.connect(db)
+    items = [
+        ReviewItem(i, f"question {i}", answers=tuple(AnswerIn(k, m, f"answer {k}") for k, m in a.items()))
+        for i, a in b.answers.items()
+    ]
+    import_items(engine, b.study, kind, {**config, "design": design.study_design("bench")}, items)
+    assigning.assign(engine, b.study, per_item=2, seed=0)
+    given = {("ann", "m1"): 5, ("ann", "m2"): 2, ("bob", "m1"): 4, ("bob", "m2"): 2}
+    for name in ("ann", "bob"):
+        with read_session(engine) as session:
+            user = session.scalars(select(User.id).where(User.name == name)).one()
+        for entry in reviewing.reviewer_queue(engine, user):
+            keyed = b.answers[entry.item]
+            payload = {"answers": {k: {"correctness": given[(name, m)]} for k, m in keyed.items()}}
+            reviewing.save(engine, entry.id, user, payload, entry.version, submit=True)
+    want = {"bench": {"m1": {"i1": 4.5, "i2": 4.5}, "m2": {"i1": 2.0, "i2": 2.0}}}
+    ratings = read_clinicians(db, design)
+    assert (ratings.kind, ratings.scale, ratings.scores) == ("rating", (1.0, 5.0), want)
+    out = tmp_path / "export"
+    assert run_cli("review", "export", "--db", db, "--study", b.study, str(out)).returncode == 0
+    assert read_clinicians(out / "ratings.csv", design).scores == want
+    engine.dispose()
