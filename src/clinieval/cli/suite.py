@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from clinieval.models.spec import BackendOptions
     from clinieval.suite.config import Suite
     from clinieval.suite.layout import EndpointSettings
+    from clinieval.suite.manifest import SuiteManifest
     from clinieval.suite.part import SuiteModel, SuitePart
+    from clinieval.suite.plan import SuitePlan
 
 app = command_group(
     "Suites: every model over every benchmark from one TOML file (docs/suite.md), and the leaderboard."
@@ -179,21 +181,29 @@ def report(
         typer.echo(line)
 
 
-def _report(out: Path, notes: Sequence[str] = ()) -> list[str]:
+def _recorded(out: Path) -> tuple[SuitePlan, SuiteManifest]:
+    """The suite at ``out`` as it last ran (the suite file's text its manifest keeps, so what is
+    read matches what ran even if the file was edited since), planned again, and its manifest."""
     from clinieval.suite.config import parse_suite
     from clinieval.suite.manifest import SuiteManifest
     from clinieval.suite.plan import plan as make_plan
-    from clinieval.suite.report import write_suite_report
 
     manifest = SuiteManifest.open(out)
     recorded = manifest.data.get("suite", {})
     suite = parse_suite(
         recorded.get("text", ""), Path(recorded.get("file", out / "suite.toml")), suite_parts(), backend_for
     )
-    tiny = tiny_models(suite.models)
+    return make_plan(suite, out), manifest
+
+
+def _report(out: Path, notes: Sequence[str] = ()) -> list[str]:
+    from clinieval.suite.report import write_suite_report
+
+    planned, manifest = _recorded(out)
+    tiny = tiny_models(planned.suite.models)
     if tiny:
         notes = [TINY_NOTE.format(models=", ".join(tiny)), *notes]
-    written = write_suite_report(make_plan(suite, out), manifest, notes=notes)
+    written = write_suite_report(planned, manifest, notes=notes)
     return [*(f"note: {n}" for n in written.notes), *(str(p) for p in written.files)]
 
 
@@ -269,3 +279,75 @@ def write_demo_suite(out: Path, specs: Sequence[str], seed: int) -> Path:
     path = out / "suite.toml"
     atomic_write_text(path, text)
     return path
+
+
+@app.command()
+def sample(
+    run_dir: Annotated[Path, typer.Argument(help="a finished suite folder (`clinieval suite run`)")],
+    n: Annotated[
+        int | None,
+        typer.Option(
+            "--n", min=1, help="items per judged benchmark, the same for every model (whole patients)"
+        ),
+    ] = None,
+    review: Annotated[
+        str | None,
+        typer.Option(
+            "--review",
+            envvar="CLINIEVAL_REVIEW_DB",
+            help="the review database: SQLite file or postgresql:// URL (env CLINIEVAL_REVIEW_DB)",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of the draw and of the blind answer keys")] = 0,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            help="correctness, rating or ranking (default: correctness for 1/0 verdicts, else rating)"
+        ),
+    ] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(
+            help="name of the sample: studies NAME-<benchmark>, design calibration/NAME.json (default:"
+            " <suite title>-<benchmark>-calibration, calibration/sample.json)"
+        ),
+    ] = None,
+    plan: Annotated[
+        float | None,
+        typer.Option(
+            "--plan",
+            help="print the ratings per benchmark x model a 95% interval this wide needs (PPI++ and"
+            " clinicians alone); with --n and --review it also draws",
+        ),
+    ] = None,
+    pilot: Annotated[
+        str | None,
+        typer.Option(help="with --plan: the review database or export holding an earlier sample's ratings"),
+    ] = None,
+    assume_rho: Annotated[
+        float | None,
+        typer.Option("--assume-rho", help="with --plan: the judge-clinician correlation to plan with"),
+    ] = None,
+) -> None:
+    """Draw a seeded sample of the judged items of the suite in RUN_DIR for clinicians to rate,
+    as one blinded review study per judged benchmark in --review (docs/leaderboard.md,
+    "Calibrating the judge with clinicians"). The same command again changes nothing; another
+    seed or size for the same sample is refused."""
+    from clinieval.errors import UserError
+    from clinieval.suite.sample import SampleRequest, sample_lines, sample_suite
+    from clinieval.suite.sample_plan import plan_report
+
+    if plan is None and (pilot is not None or assume_rho is not None):
+        raise UserError("--pilot and --assume-rho go with --plan WIDTH")
+    if n is None and plan is None:
+        raise UserError("give --n N and --review DB to draw a sample, or --plan WIDTH to plan one")
+    if n is not None and review is None:
+        raise UserError("--review DB: name the review database the studies go into (`clinieval review init`)")
+    planned, manifest = _recorded(run_dir)
+    if plan is not None:
+        for line in plan_report(planned, manifest, plan, kind=kind, rho=assume_rho, pilot=pilot):
+            typer.echo(line)
+    if n is not None and review is not None:
+        outcome = sample_suite(planned, manifest, SampleRequest(n, seed, kind, study), review)
+        for line in sample_lines(outcome, review):
+            typer.echo(line)

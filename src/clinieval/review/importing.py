@@ -113,6 +113,19 @@ def _study_for_import(
     return study, False
 
 
+def _config_in_force(
+    engine: Engine, study: str, kind: str, config: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The config the items of an import are checked under: the one given, else the existing
+    study's (a study of another kind is refused later, by name), else the kind's defaults."""
+    if config is None:
+        with read_session(engine) as s:
+            row = s.scalar(select(Study).where(Study.name == study))
+        if row is not None and row.kind == kind:
+            return dict(row.config)
+    return get_kind(kind).config(config)
+
+
 def import_items(
     engine: Engine,
     study: str,
@@ -120,28 +133,33 @@ def import_items(
     config: Mapping[str, Any] | None,
     items: Sequence[ReviewItem],
     mask: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> ImportCounts:
     """Add ``items`` to ``study`` (created with ``kind`` and ``config`` if new). An item already
     there must be identical; a changed one is refused by name, since reviews may rest on it.
     Answer texts are stored with model names and the ``mask`` patterns masked; an item already
-    there is compared masked the same way. All or nothing: one bad item leaves the database as it
-    was."""
+    there is compared masked the same way. ``names`` are more names the models go by (a suite's
+    model specs behind its names for them): masked as the sources are, and, unlike ``mask``, never
+    listed on the study's page, which admins read blinded. All or nothing: one bad item leaves the
+    database as it was."""
     check_name(study, "study name")
     checker = get_kind(kind)
+    settings = _config_in_force(engine, study, kind, config)
     seen: set[str] = set()
     for it in items:
         where = f"item {it.item!r}"
         if it.item in seen:
             raise UserError(f"{where} appears twice in this import")
         seen.add(it.item)
-        checker.check_item(it, where)
+        checker.check_item(it, where, settings)
         _check_blinding(it, where)
     masker(mask)  # a bad pattern is refused before anything is written
     added = unchanged = mentions = answers = 0
     per_item: dict[str, int] = {}
     with write_session(engine) as s:
         row, created = _study_for_import(s, study, kind, config)
-        hide = masker(_study_sources(s, row.id) | {a.source for it in items for a in it.answers}, mask)
+        sources = _study_sources(s, row.id) | {a.source for it in items for a in it.answers}
+        hide = masker(sources | set(names), mask)
         existing = {
             i.key: i
             for i in s.scalars(

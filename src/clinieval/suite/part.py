@@ -18,6 +18,9 @@ the suite layer sits below the benchmarks and may not import them. So each bench
 4. ``headline`` for every finished cell: the per-item scores the leaderboard ranks on;
 5. ``report``: the benchmark's own report over all the suite's models, which the leaderboard links.
 
+``review_items`` is asked only by ``clinieval suite sample``, of a finished suite whose scores a
+judge decided: the judged items as clinicians review them, so the judge can be calibrated.
+
 Options are a frozen dataclass per benchmark (``options``): its fields, their types, defaults and
 the docstring under each become the suite file's schema (:mod:`clinieval.suite.schema`), so the
 JSON Schema, the validation and the documentation cannot drift apart.
@@ -25,7 +28,7 @@ JSON Schema, the validation and the documentation cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +37,7 @@ from clinieval.models.spec import BackendOptions
 
 if TYPE_CHECKING:
     from clinieval.models.base import Model
+    from clinieval.review.items import ReviewItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,4 +206,14 @@ class SuitePart(Protocol):
     def synthetic(self, folder: Path, seed: int) -> Mapping[str, Any]:
         """Write a small synthetic data set into ``folder`` for ``clinieval suite demo`` and return
         the options table that reads it (an empty mapping: the benchmark's default data)."""
+        ...
+
+    def review_items(
+        self, prepared: Prepared, cells: Sequence[Cell], items: Collection[str]
+    ) -> Sequence[ReviewItem]:
+        """The items ``items`` as the benchmark's own review shows them (the question, the record
+        the models saw, the reference), each with one answer per cell of ``cells`` that answered it
+        (``source``: the cell's model name; the caller re-keys the answers blind), read from what
+        ``run`` recorded: the clinician sample of ``clinieval suite sample``. Never the judge's
+        verdict. A part whose score no judge decides returns nothing."""
         ...

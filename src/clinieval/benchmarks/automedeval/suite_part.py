@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +32,7 @@ from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared
 if TYPE_CHECKING:
     from clinieval.benchmarks.automedeval.judge_set import JudgeItem
     from clinieval.benchmarks.automedeval.judging import Entry, JudgePlan
+    from clinieval.review.items import ReviewItem
 
 NAME = "automedeval"
 METRIC = "agreement with physicians as a judge (Accuracy_triple per item, 0-1)"
@@ -313,6 +314,12 @@ class AutoMedEvalPart:
             "max_tokens": SYNTHETIC_MAX_TOKENS,
             "stop": list(DEMO_STOP),
         }
+
+    def review_items(
+        self, prepared: Prepared, cells: Sequence[Cell], items: Collection[str]
+    ) -> Sequence[ReviewItem]:
+        """No judge decides AutoMedEval's score, so there is nothing to calibrate with clinicians."""
+        return ()
 
 
 SYNTHETIC_ITEMS = 4

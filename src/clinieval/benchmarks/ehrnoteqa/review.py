@@ -17,7 +17,7 @@ counts in the paper's terms, exactly as if the clinicians had filled the spreads
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,3 +244,55 @@ def fill_review(export: Path, review: Path, out: Path, prefer: Sequence[str] = (
         rows.append({c: filled.get(c, "") for c in REVIEW_COLUMNS})
     write_review(out, rows)
     return Filled(out, decisions)
+
+
+# --- answered arms, for a clinician sample of a suite ---------------------------------------------
+
+
+def arm_items(
+    paths: Sequence[Path], labels: Sequence[str], fmt: str, *, keep: Collection[str] | None = None
+) -> Converted:
+    """Review items from EHRNoteQA arms (run folders of one format, ``fmt``; each answer's
+    ``source`` its arm's label): one per question every arm answered (only those in ``keep`` when
+    given), showing what the models were shown: the question, with its lettered options in the
+    multiple-choice format, and the patient's discharge notes as the record. The reference is the
+    answer key (the correct option; what the paper's judge compares with). A failed call is left
+    out of its item and counted in the notes."""
+    from clinieval.review.arms import shared_records
+    from clinieval.review.items import AnswerIn, ReviewItem
+    from clinieval.scoring.choices import option_lines
+
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise UserError(f"two run folders are the same arm ({', '.join(dupes)}); give each arm once")
+    shared = shared_records(paths, noun="question", keep=keep)
+    items: list[ReviewItem] = []
+    failed = 0
+    for qid in shared.ids:
+        records = shared.records[qid]
+        sample = records[0].sample
+        answers = tuple(
+            AnswerIn(f"a{j}", label, rec.output.text)
+            for j, (label, rec) in enumerate(zip(labels, records, strict=True), 1)
+            if rec.output is not None and rec.output.ok
+        )
+        failed += len(records) - len(answers)
+        if not answers:
+            continue
+        mc = fmt == "mc" and bool(sample.choices)
+        prompt = f"{sample.input}\n\n{option_lines(sample.choices)}" if mc else sample.input
+        key = str(sample.metadata.get("answer") or "")
+        reference = f"{key}. {sample.target}" if mc and key else sample.target
+        patient = sample.metadata.get("patient_id")
+        items.append(
+            ReviewItem(
+                item=qid,
+                prompt=prompt,
+                context=sample.context,
+                reference=reference,
+                answers=answers,
+                meta={"patient_id": str(patient)} if patient not in (None, "") else {},
+            )
+        )
+    notes = [f"{failed} failed call(s) left out of their items"] if failed else []
+    return Converted(items, tuple(notes))

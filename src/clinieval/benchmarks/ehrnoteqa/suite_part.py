@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.analysis import ArmAnswers
     from clinieval.benchmarks.ehrnoteqa.data import LoadedSet
     from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings
+    from clinieval.review.items import ReviewItem
 
 Scoring = Literal["auto", "judge", "letter_extract", "loglik_letter", "loglik_text"]
 JUDGE = "judge"
@@ -240,6 +241,17 @@ class EHRNoteQAPart:
 
         build_synthetic_set(folder, patients=2, seed=seed, per_patient=1, long_fraction=0.0, overwrite=True)
         return {"data": str(folder), "max_tokens": 16, "loglik": False}
+
+    def review_items(
+        self, prepared: Prepared, cells: Sequence[Cell], items: Collection[str]
+    ) -> Sequence[ReviewItem]:
+        """Each question as its format showed it (with the options in ``mc``), the patient's notes
+        as the record and the answer key as the reference, each answer under the cell's model name."""
+        from clinieval.benchmarks.ehrnoteqa.review import arm_items
+
+        opts = _options(prepared.options)
+        paths = [_arm_path(c, opts) for c in cells]
+        return arm_items(paths, [c.model.name for c in cells], opts.format, keep=set(items)).items
 
 
 def _options(options: Any) -> EHRNoteQAOptions:

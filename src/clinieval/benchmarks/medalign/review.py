@@ -17,7 +17,7 @@ left is left out whole; both are counted in the import's notes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from clinieval.errors import UserError
@@ -74,43 +74,44 @@ def _author(metadata: dict[str, object]) -> str | None:
 def convert(paths: Sequence[Path]) -> Converted:
     """One ``rank`` item per instruction every run answered (sorted by instruction id: a run's
     file is in completion order, which concurrency makes vary)."""
-    from clinieval.review.items import AnswerIn, ReviewItem
     from clinieval.runs import RunDir, find_run_dirs
-    from clinieval.sample_record import SampleRecord
 
     found = find_run_dirs(list(paths))
     if len(found) < 2:
         raise UserError("give two or more run folders (the arms): a rank study compares answers")
-    runs = [RunDir.open(p) for p in found]
-    labels = [_label(r.manifest(), r.path) for r in runs]
+    labels = [_label(RunDir.open(p).manifest(), p) for p in found]
+    converted = arm_items(found, labels)
+    if not converted.items:
+        raise UserError("no instruction has answers from two arms (every other call failed); nothing to rank")
+    return converted
+
+
+def arm_items(
+    paths: Sequence[Path], labels: Sequence[str], *, keep: Collection[str] | None = None, least: int = 2
+) -> Converted:
+    """The items of the arms at ``paths`` (each answer's ``source`` its arm's label): one per
+    instruction every arm answered (only those in ``keep`` when given), with the arms that answered
+    it; one with fewer than ``least`` answers is left out. ``convert`` reads arms this way, and so
+    does the suite's clinician sample (with its own model names as the labels)."""
+    from clinieval.review.arms import shared_records
+    from clinieval.review.items import AnswerIn, ReviewItem
+
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
         raise UserError(f"two run folders are the same arm ({', '.join(dupes)}); give each arm once")
-    answered: list[dict[str, SampleRecord]] = [
-        {r.sample.id: r for r in run.records() if r.repeat == 0} for run in runs
-    ]
-    every = sorted(set(answered[0]).intersection(*answered[1:]))
-    if not every:
-        raise UserError("the runs share no instruction; were they run on the same instructions?")
-    partial = len(set().union(*answered)) - len(every)
+    shared = shared_records(paths, noun="instruction", keep=keep)
     items: list[ReviewItem] = []
     failed = too_few = 0
-    for iid in every:
-        records = [a[iid] for a in answered]
+    for iid in shared.ids:
+        records = shared.records[iid]
         sample = records[0].sample
-        for run, rec in zip(runs[1:], records[1:], strict=True):
-            if rec.sample.input != sample.input:
-                raise UserError(
-                    f"{run.path}: instruction {iid!r} differs from the one in {runs[0].path}; were the"
-                    " runs made from the same instructions?"
-                )
         answers = tuple(
             AnswerIn(f"a{j}", label, rec.output.text)
             for j, (label, rec) in enumerate(zip(labels, records, strict=True), 1)
             if rec.output is not None and rec.output.ok
         )
         failed += len(records) - len(answers)
-        if len(answers) < 2:
+        if len(answers) < least:
             too_few += 1
             continue
         md = sample.metadata
@@ -126,17 +127,16 @@ def convert(paths: Sequence[Path]) -> Converted:
                 meta={"person_id": str(person)} if person else {},
             )
         )
-    if not items:
-        raise UserError("no instruction has answers from two arms (every other call failed); nothing to rank")
     notes = []
-    if partial:
-        notes.append(f"{partial} instruction(s) not answered by every run left out")
+    if shared.partial:
+        notes.append(f"{shared.partial} instruction(s) not answered by every run left out")
     if failed:
         notes.append(
             f"{failed} failed call(s) left out of their items (`medalign analyze` counts them wrong)"
         )
     if too_few:
-        notes.append(f"{too_few} instruction(s) with fewer than two answers left out")
+        fewer = "fewer than two answers" if least == 2 else f"fewer than {least} answer(s)"
+        notes.append(f"{too_few} instruction(s) with {fewer} left out")
     return Converted(items, tuple(notes))
 
 

@@ -19,7 +19,7 @@ answer failed, or that no judge repeat could score, are left out and counted, ne
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,6 +29,7 @@ from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.medalign.task import MedAlignSettings
+    from clinieval.review.items import ReviewItem
     from clinieval.types import Sample
 
 Strategy = Literal["keep-recent", "refine", "retrieval", "whole"]
@@ -228,6 +229,17 @@ class MedAlignPart:
 
         build_synthetic_set(folder, patients=2, per_patient=1, seed=seed, overwrite=True)
         return {"data": str(folder), "max_tokens": 32, "max_context": 768, "judge": False}
+
+    def review_items(
+        self, prepared: Prepared, cells: Sequence[Cell], items: Collection[str]
+    ) -> Sequence[ReviewItem]:
+        """``medalign-arms``' items (the instruction, the patient's record, the clinician's gold
+        response) from the cells' arms, each answer under the cell's model name."""
+        from clinieval.benchmarks.medalign.review import arm_items
+
+        opts = _options(prepared.options)
+        paths = [_arm_path(c, opts) for c in cells]
+        return arm_items(paths, [c.model.name for c in cells], keep=set(items), least=1).items
 
 
 def _options(options: Any) -> MedAlignOptions:

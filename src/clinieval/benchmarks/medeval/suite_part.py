@@ -20,7 +20,7 @@ few seconds, no model call), so it shows adapted PLMs beside the suite's models 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +32,7 @@ from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared
 if TYPE_CHECKING:
     from clinieval.benchmarks.medeval.data import MedEvalData
     from clinieval.benchmarks.medeval.task import MedEvalSettings
+    from clinieval.review.items import ReviewItem
     from clinieval.sample_record import SampleRecord
 
 NAME = "medeval"
@@ -332,6 +333,12 @@ class MedEvalPart:
             "sentence_max_tokens": 48,
             "stop": ["\n"],
         }
+
+    def review_items(
+        self, prepared: Prepared, cells: Sequence[Cell], items: Collection[str]
+    ) -> Sequence[ReviewItem]:
+        """No judge decides MedEval's score, so there is nothing to calibrate with clinicians."""
+        return ()
 
 
 SYNTHETIC_SENTENCES = 60

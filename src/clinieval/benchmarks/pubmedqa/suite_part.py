@@ -10,7 +10,7 @@ before the limit, because the published order starts with twenty "yes" items.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +19,7 @@ from clinieval.errors import UserError
 from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared, Step
 
 if TYPE_CHECKING:
+    from clinieval.review.items import ReviewItem
     from clinieval.task import Task
 
 METRIC = "accuracy (yes/no/maybe read from the answer)"
@@ -169,3 +170,9 @@ class PubMedQAPart:
     def synthetic(self, folder: Path, seed: int) -> Mapping[str, Any]:
         """PubMedQA has no synthetic set: the demo reads its own data, a few questions of it."""
         return {"limit": SYNTHETIC_LIMIT}
+
+    def review_items(
+        self, prepared: Prepared, cells: Sequence[Cell], items: Collection[str]
+    ) -> Sequence[ReviewItem]:
+        """No judge decides PubMedQA's score, so there is nothing to calibrate with clinicians."""
+        return ()

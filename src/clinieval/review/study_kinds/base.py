@@ -29,6 +29,10 @@ MAX_TEXT: Final = 50_000
 """Longest rationale, comment or rewrite accepted (a guard against a runaway client, not a style rule)."""
 RESERVED_COLUMNS: Final = frozenset({"item", "reviewer", "model", "mean", "decision", "comment", "rewrite"})
 """Column names the exported tables use themselves; a scale, label set or field cannot take them."""
+DESIGN_KEY: Final = "design"
+"""The config entry any kind keeps verbatim: the sampling design that chose a study's items
+(``clinieval suite sample`` records its seed, size and items there). Reviewers' pages never show
+a config, and what goes in it names no model, since admins' pages are blinded too."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 Row = dict[str, Any]
@@ -217,16 +221,23 @@ class Kind(ABC):
 
     def config(self, raw: Mapping[str, Any] | None) -> dict[str, Any]:
         """The full config: ``raw`` checked and completed with defaults (stored with the study, so
-        a re-import with the same settings compares equal)."""
+        a re-import with the same settings compares equal). Every kind also keeps a
+        :data:`DESIGN_KEY` object as given: how the study's items were chosen."""
         given = dict(raw or {})
+        design = given.pop(DESIGN_KEY, None)
         only(given, self.config_keys, f"the {self.name} config")
-        return self._config(given)
+        out = self._config(given)
+        if design is not None:
+            out[DESIGN_KEY] = as_object(design, f"the {self.name} config's {DESIGN_KEY!r}")
+        return out
 
     @abstractmethod
     def _config(self, given: dict[str, Any]) -> dict[str, Any]: ...
 
-    def check_item(self, item: ItemShape, where: str) -> None:  # noqa: B027 (most kinds take any item)
-        """Refuse an item this kind cannot review (``where`` names it)."""
+    def check_item(  # noqa: B027 (most kinds take any item)
+        self, item: ItemShape, where: str, config: Mapping[str, Any]
+    ) -> None:
+        """Refuse an item this kind cannot review under the study's ``config`` (``where`` names it)."""
 
     def validate(
         self,

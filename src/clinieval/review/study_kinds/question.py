@@ -57,7 +57,7 @@ class QuestionKind(Kind):
         question = fields.get("question")
         return question if isinstance(question, str) and question.strip() else prompt
 
-    def check_item(self, item: ItemShape, where: str) -> None:
+    def check_item(self, item: ItemShape, where: str, config: Mapping[str, Any]) -> None:
         for name in item.fields:
             column_name(name, f"{where}: field")
 

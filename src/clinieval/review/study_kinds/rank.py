@@ -1,7 +1,12 @@
 """The ``rank`` kind (MedAlign): rank every answer (1 = best; ties only when the config says
 ``ties: true``), mark each correct or incorrect, and for an incorrect one tick its reasons (C1-C3)
 and write why. Its export is the long ``ranks.csv`` and MedAlign's ``reviews.csv``; its agreement
-is Kendall's tau between reviewers' rankings and alpha/kappa on the correct marks."""
+is Kendall's tau between reviewers' rankings and alpha/kappa on the correct marks.
+
+With ``rank: false`` in the config the same study asks only the yes/no correctness of each answer
+(with the reasons and rationale of an incorrect one), not the ranking: a correctness study, as a
+judge of binary correctness is calibrated against (``clinieval suite sample``); its items may
+then have a single answer, its ``rank`` column stays empty and its agreement is on the marks."""
 
 from __future__ import annotations
 
@@ -52,27 +57,37 @@ class RankKind(AnswerKind):
     name = "rank"
     description = "rank all answers, mark each correct or incorrect with reasons and a rationale (MedAlign)"
     label = "Rank answers"
-    config_keys = ("ties",)
+    config_keys = ("ties", "rank")
     table = "ranks.csv"
     extra = ExtraTable("reviews.csv", medalign_reviews)
 
     def _config(self, given: dict[str, Any]) -> dict[str, Any]:
-        ties = given.get("ties", False)
-        if not isinstance(ties, bool):
-            raise UserError(f"the rank config's 'ties' must be true or false, got {ties!r}")
-        return {"ties": ties}
+        out: dict[str, Any] = {}
+        for key, default in (("ties", False), ("rank", True)):
+            value = given.get(key, default)
+            if not isinstance(value, bool):
+                raise UserError(f"the rank config's {key!r} must be true or false, got {value!r}")
+            out[key] = value
+        if out["rank"]:
+            del out["rank"]  # stored only when off: studies made before it existed compare equal
+        return out
 
-    def check_item(self, item: ItemShape, where: str) -> None:
-        if len(item.answer_keys) < 2:
+    def check_item(self, item: ItemShape, where: str, config: Mapping[str, Any]) -> None:
+        if not ranked(config) and not item.answer_keys:  # a correctness study takes a single answer
+            raise UserError(f"{where}: a correctness study needs at least 1 answer per item")
+        if ranked(config) and len(item.answer_keys) < 2:
             raise UserError(f"{where}: a rank study needs at least 2 answers per item")
 
     def measures(self, config: Mapping[str, Any]) -> tuple[Measure, ...]:
-        return (
-            Measure("rank", "Ranking", ("rank",), per_answer=True, ordered=True),
-            Measure("correct", "Correct or incorrect", ("correct",), per_answer=True, ordered=False),
-        )
+        correct = Measure("correct", "Correct or incorrect", ("correct",), per_answer=True, ordered=False)
+        if not ranked(config):
+            return (correct,)
+        return (Measure("rank", "Ranking", ("rank",), per_answer=True, ordered=True), correct)
 
     def agreement(self, config: Mapping[str, Any], stats: AgreementStats) -> dict[str, Any]:
+        if not ranked(config):
+            (correct,) = self.measures(config)
+            return {"correct": stats.nominal(correct)}
         rank, correct = self.measures(config)
         return stats.ranking(rank, correct)
 
@@ -80,11 +95,18 @@ class RankKind(AnswerKind):
 
     def _answers(self, given: dict[str, dict[str, Any]], check: Check) -> dict[str, dict[str, Any]]:
         n = len(check.item.answer_keys)
-        out = {k: self._answer(v, n, check.labelled(k), partial=check.partial) for k, v in given.items()}
-        self._check_ranks(out, bool(check.config.get("ties", False)), check)
+        asked = ranked(check.config)
+        out = {
+            k: self._answer(v, n, check.labelled(k), partial=check.partial, asked=asked)
+            for k, v in given.items()
+        }
+        if asked:
+            self._check_ranks(out, bool(check.config.get("ties", False)), check)
         return out
 
-    def _answer(self, obj: dict[str, Any], n: int, what: str, *, partial: bool) -> dict[str, Any]:
+    def _answer(
+        self, obj: dict[str, Any], n: int, what: str, *, partial: bool, asked: bool = True
+    ) -> dict[str, Any]:
         only(obj, ("rank", "correct", "reasons", "rationale"), what)
         correct = obj.get("correct")
         if correct is not None and not isinstance(correct, bool):
@@ -99,7 +121,12 @@ class RankKind(AnswerKind):
             raise UserError(f"{what} is marked incorrect: tick at least one reason (C1, C2, C3)")
         if not partial and correct is False and not rationale.strip():
             raise UserError(f"{what} is marked incorrect: write a rationale")
-        rank = whole_number(obj.get("rank"), 1, n, f"{what}: the rank", partial=partial)
+        if asked:
+            rank = whole_number(obj.get("rank"), 1, n, f"{what}: the rank", partial=partial)
+        elif obj.get("rank") not in (None, ""):
+            raise UserError(f"{what}: this study asks only whether each answer is correct, not a rank")
+        else:
+            rank = None
         return {"rank": rank, "correct": correct, "reasons": reasons, "rationale": rationale}
 
     @staticmethod
@@ -177,3 +204,8 @@ class RankKind(AnswerKind):
         if state["rationale"]:
             parts.append(f"rationale: {state['rationale']}")
         return " · ".join(parts)
+
+
+def ranked(config: Mapping[str, Any]) -> bool:
+    """Whether a rank study asks for the ranking (every one but a ``rank: false`` correctness study)."""
+    return config.get("rank", True) is not False

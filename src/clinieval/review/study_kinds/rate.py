@@ -75,7 +75,7 @@ class RateKind(AnswerKind):
             raise UserError(f"the rate config names scale {dup[0]!r} twice")
         return {"scales": scales}
 
-    def check_item(self, item: ItemShape, where: str) -> None:
+    def check_item(self, item: ItemShape, where: str, config: Mapping[str, Any]) -> None:
         if not item.answer_keys:
             raise UserError(f"{where}: a rate study needs at least 1 answer per item")
 
