@@ -470,19 +470,17 @@ def test_plan_with_a_stated_correlation(suite: Suite) -> None:
     assert neither.returncode == 2 and "--pilot DB_OR_EXPORT or --assume-rho R" in neither.stderr
 
 
-def test_ratings_needed_solves_the_formula() -> None:
+def test_ratings_needed_is_ppis_count_and_marks_what_is_out_of_reach() -> None:
+    from clinieval.analysis.ppi import ratings_needed
+
     assert _ratings_needed(0.1, sd=0.5, rho=0.0, judged=1000) == 385  # (2 * 1.96 / 0.1)^2 / 4 = 384.1
-    z = statistics.NormalDist().inv_cdf(0.975)
-    for rho, judged in ((0.8, 1000), (0.5, 50), (0.95, 10_000), (0.3, 0)):
+    for rho, judged in ((0.8, 1000), (0.5, 500), (0.95, 10_000)):
         n = _ratings_needed(0.1, sd=0.5, rho=rho, judged=judged)
-
-        def need(k: int, rho: float = rho, judged: int = judged) -> float:
-            share = judged / (k + judged) if k + judged else 0.0
-            return (2 * z / 0.1) ** 2 * 0.25 * (1 - rho**2 * share)
-
-        assert n >= need(n) - 1e-9 and (n == 1 or n - 1 < need(n - 1))
-        assert n <= 385
+        assert n == ratings_needed(0.1, sd=0.5, rho=rho, judged=judged) and n <= 385
     assert _ratings_needed(0.1, sd=0.5, rho=0.8, judged=1000) < 200
+    # rating all 50 judged items cannot give 0.1: the clinicians-alone count, above 50, marks it
+    assert _ratings_needed(0.1, sd=0.5, rho=0.5, judged=50) == 385
+    assert _ratings_needed(0.1, sd=0.0, rho=0.5, judged=50) == 2
     with pytest.raises(UserError, match="positive"):
         _ratings_needed(0.0, sd=0.5, rho=0.5, judged=10)
     with pytest.raises(UserError, match="between -1 and 1"):

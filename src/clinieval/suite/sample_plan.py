@@ -3,13 +3,11 @@ interval of a given width needs, with the judge (PPI++) and without it (clinicia
 
 Prediction-powered inference estimates the clinicians' mean score from a few clinician ratings
 and the judge's scores of every judged item; the better the judge tracks the clinicians (their
-correlation rho), the fewer ratings reach a given width. The sample size solves
-
-    n = ceil((2 z / width)^2 sd^2 (1 - rho^2 judged / (n + judged)))
-
-for n (iterated from the clinicians-alone size, rho = 0), where z is the normal quantile of the
-interval, ``sd`` the clinician scores' standard deviation and ``judged`` the stratum's judged
-items. Where the numbers come from:
+correlation rho), the fewer ratings reach a given width. The count is
+:func:`clinieval.analysis.ppi.ratings_needed`'s: rating ``n`` of the stratum's ``judged`` items
+gives a variance of ``sd^2 / n (1 - rho^2 (judged - n) / judged)``, solved for the least ``n``
+whose interval ``2 z sqrt(variance)`` is no wider than asked, where z is the normal quantile of
+the interval and ``sd`` the clinician scores' standard deviation. Where the numbers come from:
 
 * ``--pilot``: ratings already given to an earlier sample of this suite. rho is the correlation
   between clinician and judge scores over the pilot's answers of the benchmark (all models
@@ -42,28 +40,23 @@ ALPHA = 0.05
 
 
 def _ratings_needed(width: float, *, sd: float, rho: float, judged: int, alpha: float = ALPHA) -> int:
-    """Clinician ratings a (1 - alpha) interval of ``width`` needs (module docstring's formula;
-    ``rho = 0`` gives clinicians alone)."""
-    # TODO(ppi): use clinieval.analysis.ppi.ratings_needed
+    """Clinician ratings a (1 - alpha) interval of ``width`` needs: PPI++'s own count
+    (:func:`clinieval.analysis.ppi.ratings_needed`; ``rho = 0`` gives clinicians alone). A width
+    that rating every judged item cannot reach gives the clinicians-alone count, above ``judged``,
+    which the table marks out of reach; scores that do not vary need the minimum, 2."""
+    from clinieval.analysis.ppi import PPIError, ratings_needed
+
     if not width > 0 or not math.isfinite(width):
         raise UserError(f"--plan {width}: the interval width must be a positive number")
     if not -1.0 <= rho <= 1.0:
         raise UserError(f"rho {rho}: a correlation lies between -1 and 1")
-    if sd < 0 or judged < 0 or not 0 < alpha < 1:
-        raise ValueError("sd and judged must not be negative, alpha must lie in (0, 1)")
-    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
-    base = (2 * z / width) ** 2 * sd**2
-
-    def needed(n: int) -> int:
-        share = judged / (n + judged) if n + judged else 0.0
-        return max(1, math.ceil(base * (1 - rho**2 * share) - 1e-9))
-
-    n = max(1, math.ceil(base - 1e-9))  # clinicians alone: the most PPI++ can need
-    while (smaller := needed(n)) < n:  # falls fast towards the least n that needs no more than n
-        n = smaller
-    while n > 1 and needed(n - 1) <= n - 1:  # the n that suffice are all n from the least on
-        n -= 1
-    return n
+    if sd <= 0:
+        return 2
+    try:
+        return ratings_needed(width, sd=sd, rho=rho, judged=max(judged, 2), alpha=alpha)
+    except PPIError:  # out of reach with this suite's judged items
+        z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+        return max(judged + 1, math.ceil((2 * z * sd / width) ** 2 - 1e-9))
 
 
 @dataclass(frozen=True, slots=True)
