@@ -202,3 +202,22 @@ def test_the_calibrated_page_in_chromium(page: Page, tmp_path: Path) -> None:
     forests = page.eval_on_selector_all("svg.forest", "els => els.map(e => e.textContent)")
     assert len(forests) == 2
     assert "flattered · judge only" in forests[1] and "flattered · calibrated" in forests[1]
+
+
+def test_a_small_calibrated_board_claims_no_floor_for_its_normal_test() -> None:
+    """The few-patients warning names the smallest p-value an exact test could reach; PPI++'s
+    normal test has none, so a calibrated board must not say "could reach here is 0"."""
+    judge, clinicians, clusters = study()
+    keep = [f"i{k:04d}" for k in range(12)]  # 6 patients, 4 of them rated below
+    small_judge = {m: {i: v[i] for i in keep} for m, v in judge.items()}
+    rated = {m: {i: float(k % 3 != 0) for k, i in enumerate(keep[:8])} for m in judge}
+    board = build_leaderboard(
+        [
+            BenchmarkScores(
+                "b", "c", small_judge, clusters=clusters, clinicians=rated, clinician_kind="correctness"
+            )
+        ],
+        resamples=200,
+    ).benchmarks[0]
+    few = [w for w in board.warnings if w.startswith("Only 6 patients")]
+    assert len(few) == 1 and "smallest p-value" not in few[0]

@@ -305,8 +305,9 @@ def _warnings(b: BenchmarkScores, scores: Sequence[ModelScore], pairs: Sequence[
         unit = f"{clusters} patients" if clusters is not None else f"{n} items"
         minimum = f"{MIN_CLUSTERS} patients" if clusters is not None else f"{MIN_ITEMS} items"
         line = f"Only {unit} (fewer than the {minimum} this page asks for before trusting an order)"
-        if pairs:
-            best = min(p.smallest_p for p in pairs)
+        exact = [p for p in pairs if p.test != CALIBRATED_PAIR_TEST]  # PPI++'s normal test has no floor
+        if exact:
+            best = min(p.smallest_p for p in exact)
             line += f"; the smallest p-value any pair test could reach here is {best:.3g}"
         mdd = _detectable(b, scores)
         if mdd is not None:

@@ -174,10 +174,22 @@ def _run(
 @app.command()
 def report(
     suite_dir: Annotated[Path, typer.Argument(help="a suite folder written by `clinieval suite run`")],
+    clinicians: Annotated[
+        str | None,
+        typer.Option(
+            help="the clinicians' ratings of a `suite sample`: the review database (SQLite file or"
+            " postgresql:// URL) or a study's export; the judged benchmarks they rated are calibrated"
+            " (PPI++, docs/calibration.md)"
+        ),
+    ] = None,
+    sample_name: Annotated[
+        str | None,
+        typer.Option("--sample", help="with --clinicians: the sample's name (`suite sample --study`)"),
+    ] = None,
 ) -> None:
     """Write the leaderboard (SUITE_DIR/report/leaderboard.html, .md, .json), each benchmark's own
     report and a per-item results browser, from what the suite recorded; no model is asked."""
-    for line in _report(suite_dir):
+    for line in _report(suite_dir, clinicians=clinicians, sample_name=sample_name):
         typer.echo(line)
 
 
@@ -196,14 +208,27 @@ def _recorded(out: Path) -> tuple[SuitePlan, SuiteManifest]:
     return make_plan(suite, out), manifest
 
 
-def _report(out: Path, notes: Sequence[str] = ()) -> list[str]:
+def _report(
+    out: Path, notes: Sequence[str] = (), *, clinicians: str | None = None, sample_name: str | None = None
+) -> list[str]:
     from clinieval.suite.report import write_suite_report
 
+    if sample_name is not None and clinicians is None:
+        from clinieval.errors import UserError
+
+        raise UserError("--sample goes with --clinicians DB_OR_EXPORT")
     planned, manifest = _recorded(out)
     tiny = tiny_models(planned.suite.models)
     if tiny:
         notes = [TINY_NOTE.format(models=", ".join(tiny)), *notes]
-    written = write_suite_report(planned, manifest, notes=notes)
+    ratings = None
+    if clinicians is not None:
+        from clinieval.suite.clinicians import read_clinicians
+        from clinieval.suite.sample_design import DEFAULT_NAME, design_path, read_design
+
+        design = read_design(design_path(out, sample_name or DEFAULT_NAME))
+        ratings = read_clinicians(clinicians, design)
+    written = write_suite_report(planned, manifest, notes=notes, clinicians=ratings)
     return [*(f"note: {n}" for n in written.notes), *(str(p) for p in written.files)]
 
 
@@ -239,10 +264,42 @@ def demo(
     # the demo writes its own suite file: cells whose demo settings changed (a newer clinieval)
     # run again instead of being refused; the others are not asked again
     whole = _run(suite, out, overwrite=True, progress=progress, keep=("data", path.name))
-    for line in _report(out):  # its notes say the tiny models' numbers say nothing clinical
+    # calibration needs every judged cell complete; a failed one is reported and retried first
+    clinicians = calibrate_with_demo_clinician(out, seed) if whole else None
+    for line in _report(out, clinicians=clinicians):  # its notes say the numbers say nothing clinical
         typer.echo(line)
     if not whole:
         raise typer.Exit(EXIT_FAILED_ITEMS)
+
+
+DEMO_RATED = 4
+"""Items per judged benchmark the demo's stand-in clinician rates (of the suite demo's six
+EHRNoteQA questions, one per patient): a few unrated remain for PPI++ to use."""
+
+
+def calibrate_with_demo_clinician(out: Path, seed: int, n: int = DEMO_RATED) -> str | None:
+    """The demo's calibration step, as a hospital team would take it with real clinicians: draw
+    the clinician sample of the finished suite at ``out`` into ``out/review.db`` (`suite
+    sample`), have the stand-in clinician (:mod:`clinieval.suite.demo_clinician`) submit its
+    reviews through the review app's code, and return the database for `suite report
+    --clinicians`. None when the suite has no judged benchmark to calibrate."""
+    from clinieval.review.store import init_db
+    from clinieval.suite.demo_clinician import RULE, review_as_demo_clinician
+    from clinieval.suite.sample import SampleRequest, judged_benchmarks, sample_suite
+
+    planned, manifest = _recorded(out)
+    if not judged_benchmarks(planned, manifest):
+        return None
+    db = out / "review.db"
+    init_db(db).dispose()  # creates it, or changes nothing in a current one
+    outcome = sample_suite(planned, manifest, SampleRequest(n, seed), str(db))
+    done = review_as_demo_clinician(str(db), [b.study for b in outcome.design.benchmarks])
+    typer.echo(
+        f"calibration: {n} items per judged benchmark drawn into {db}; the demo's stand-in clinician"
+        f" ({RULE}) submitted {done.submitted} reviews ({done.already} already there)",
+        err=True,
+    )
+    return str(db)
 
 
 def _inside(value: Any, out: Path) -> Any:

@@ -25,6 +25,7 @@ JSON = dict[str, Any]
 
 if TYPE_CHECKING:
     from clinieval.analysis.leaderboard import BenchmarkScores
+    from clinieval.suite.clinicians import ClinicianRatings
     from clinieval.suite.leaderboard import BenchmarkLinks
 
 REPORT = "report"
@@ -40,10 +41,15 @@ class SuiteReport:
 
 
 def write_suite_report(
-    planned: SuitePlan, manifest: SuiteManifest, *, notes: Sequence[str] = ()
+    planned: SuitePlan,
+    manifest: SuiteManifest,
+    *,
+    notes: Sequence[str] = (),
+    clinicians: ClinicianRatings | None = None,
 ) -> SuiteReport:
     """Every complete cell's headline, each benchmark's own report and results browser, then the
-    leaderboard, under ``DIR/report`` (``DIR``: the manifest's folder)."""
+    leaderboard, under ``DIR/report`` (``DIR``: the manifest's folder). With ``clinicians``
+    (ratings of a ``suite sample``), each benchmark they rated is calibrated (PPI++)."""
     from clinieval.analysis.leaderboard import build_leaderboard
     from clinieval.suite.leaderboard import write_leaderboard
 
@@ -70,7 +76,10 @@ def write_suite_report(
         ranked = {m: h for m, h in headlines.items() if h.scores}
         if ranked:
             margin = done[0].entry.table.get("margin")
-            scores.append(benchmark_scores(prepared.benchmark, _metric(done[0], ranked), ranked, margin))
+            table = benchmark_scores(prepared.benchmark, _metric(done[0], ranked), ranked, margin)
+            table, said = calibrated_scores(table, clinicians)
+            left_out += said
+            scores.append(table)
             links[prepared.benchmark] = pages
     if not scores:
         why = "no complete cell has a scored item" if done_any else "no cell is complete yet"
@@ -169,6 +178,43 @@ def benchmark_scores(
         scale=first.scale,
         margin=None if margin is None else float(margin),
     )
+
+
+def calibrated_scores(
+    board: BenchmarkScores, clinicians: ClinicianRatings | None
+) -> tuple[BenchmarkScores, list[str]]:
+    """``board`` with the clinicians' ratings of it, and what the page should say about them.
+
+    A benchmark is calibrated only when every model on its board has ratings: a model added
+    after the sample was drawn has none, and a board that mixed calibrated and judge-only
+    numbers would compare unlike things, so it stays judge-only and the note says why."""
+    from dataclasses import replace
+
+    if clinicians is None or board.name not in clinicians.scores:
+        return board, []
+    rated = clinicians.scores[board.name]
+    missing = [m for m in board.scores if len(rated.get(m, {})) < 2]
+    said = []
+    waiting = clinicians.unreviewed.get(board.name, 0)
+    if waiting:
+        said.append(
+            f"{board.name}: {waiting} sampled items have no submitted clinician review yet; the"
+            " calibration uses the reviewed ones (a random sample still, if reviewers took items"
+            " in the order given)"
+        )
+    if missing:
+        said.append(
+            f"{board.name} is not calibrated: {', '.join(missing)} has fewer than 2 clinician ratings"
+            " (a model added after the sample was drawn?); draw a sample that includes it"
+        )
+        return board, said
+    mine = {m: dict(rated[m]) for m in board.scores}
+    # the estimate is of the clinicians' score, on their scale (a rating's 1-5), not the judge's
+    metric = f"clinicians' {clinicians.kind}, calibrated (PPI++) from {board.metric}"
+    calibrated = replace(
+        board, metric=metric, clinicians=mine, clinician_kind=clinicians.kind, scale=clinicians.scale
+    )
+    return calibrated, said
 
 
 def _metric(cell: PlannedCell, headlines: Mapping[str, Headline]) -> str:

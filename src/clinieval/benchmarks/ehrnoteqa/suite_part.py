@@ -234,12 +234,13 @@ class EHRNoteQAPart:
         return next((p for p in written if p.suffix == ".html"), None)
 
     def synthetic(self, folder: Path, seed: int) -> Mapping[str, Any]:
-        """Two synthetic patients with one question each (Level 1, about 900 tokens of notes),
+        """Six synthetic patients with one question each (Level 1, about 900 tokens of notes),
         16-token answers and no log-likelihood pass: both embedded models answer and the tiny
-        judge judges in a minute or two on two cores (the EHRNoteQA demo's sizes, cut down)."""
+        judge judges in a few minutes on two cores (the EHRNoteQA demo's sizes, cut down). Six,
+        so the demo's calibration step can rate four and leave two for the judge alone."""
         from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
 
-        build_synthetic_set(folder, patients=2, seed=seed, per_patient=1, long_fraction=0.0, overwrite=True)
+        build_synthetic_set(folder, patients=6, seed=seed, per_patient=1, long_fraction=0.0, overwrite=True)
         return {"data": str(folder), "max_tokens": 16, "loglik": False}
 
     def review_items(
