@@ -175,3 +175,15 @@ def test_the_calibrated_leaderboard_in_chromium(suite: Path, page: Page) -> None
         shown = float(row[3].split(" ")[0])
         assert shown == pytest.approx(cal[row[0]]["calibrated"]["value"], abs=5e-4)
     assert "the judge agrees with the clinicians on" in page.inner_text("body")
+
+
+def test_the_stand_in_clinicians_rule() -> None:
+    from clinieval.suite.demo_clinician import correct_by_rule
+
+    ref = "B. Metoprolol 25 mg"
+    assert correct_by_rule("B", ref) and correct_by_rule("(B) metoprolol", ref)
+    assert correct_by_rule("The answer is B.", ref)
+    assert correct_by_rule("She went home on metoprolol 25 mg daily", ref)  # the option's text
+    assert not correct_by_rule("D. Warfarin", ref) and not correct_by_rule("D, not B", ref)
+    assert not correct_by_rule("Metoprolol", ref)  # part of the option's text is not the option
+    assert not correct_by_rule("B", None)
