@@ -203,9 +203,10 @@ def test_synthetic_table_reads_the_set_it_wrote(tmp_path: Path) -> None:
     table = part.synthetic(tmp_path / "data", 0)
     options = EHRNoteQAOptions(**{k: Path(v) if k == "data" else v for k, v in table.items()})
     prepared = part.prepare(options, Shared(judge=SuiteJudge(MODEL, 2)), tmp_path)
-    assert prepared.items == 2 and "headline judge" in prepared.describe
+    # six patients with a question each: the demo's calibration step rates four of them
+    assert prepared.items == 6 and "headline judge" in prepared.describe
     cell = Cell(SuiteModel("smol", MODEL), tmp_path / "cell", Shared(judge=SuiteJudge(MODEL, 2)))
-    assert [s.calls for s in part.plan(prepared, cell)] == [2, 4]  # no log-likelihood pass
+    assert [s.calls for s in part.plan(prepared, cell)] == [6, 12]  # no log-likelihood pass
     assert part.synthetic(tmp_path / "data", 0) == table  # rewritten in place
 
 
