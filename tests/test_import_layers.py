@@ -196,15 +196,15 @@ def test_shared_layers_never_import_a_benchmark() -> None:
 
 def test_the_checker_catches_what_it_should(tmp_path: Path) -> None:
     """The rule must be able to fail: an upward import and a cycle are both reported."""
-    upward = ast.parse("from clinieval.runner import execute\n")
+    upward = ast.parse("from clinieval.engine.runner import execute\n")
     node = upward.body[0]
     assert isinstance(node, ast.ImportFrom)
-    assert _resolve("clinieval.scoring.scorers", False, node) == "clinieval.runner"
+    assert _resolve("clinieval.scoring.scorers", False, node) == "clinieval.engine.runner"
     layer = _layer_of()
-    assert layer[_top("clinieval.runner")] > layer[_top("clinieval.scoring.scorers")]
+    assert layer[_top("clinieval.engine.runner")] > layer[_top("clinieval.scoring.scorers")]
     relative = ast.parse("from ..sample_record import SampleRecord\n").body[0]
     assert isinstance(relative, ast.ImportFrom)
-    assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.sample_record"
+    assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.records.sample_record"
     assert _benchmark("clinieval.benchmarks.medalign.task") == "medalign"
     assert _benchmark("clinieval.task") is None
 
@@ -216,18 +216,18 @@ GOOD: dict[str, str] = {
     "models/base.py": "from clinieval.errors import UserError\n",
     "scoring/scorers.py": "from ..models.base import UserError\n",
     "cache.py": "import clinieval.errors\n",
-    "runs.py": "from clinieval.cache import RequestCache\n",
+    "runs.py": "from clinieval.records.cache import RequestCache\n",
     "runner.py": "from clinieval import runs\nfrom clinieval.scoring.scorers import Scorer\n",
-    "distributed.py": "from clinieval.runner import ItemLoop\n",
-    "session.py": "def run():\n    from clinieval.distributed import RayExecutor\n",
+    "distributed.py": "from clinieval.engine.runner import ItemLoop\n",
+    "session.py": "def run():\n    from clinieval.engine.distributed import RayExecutor\n",
     "benchmarks/__init__.py": "from clinieval.benchmarks import alpha, beta\n",
     "benchmarks/alpha/__init__.py": "from clinieval.benchmarks.alpha.task import make\n",
     "benchmarks/alpha/task.py": (
-        "from clinieval.runner import execute\nfrom clinieval.benchmarks.alpha import data\n"
+        "from clinieval.engine.runner import execute\nfrom clinieval.benchmarks.alpha import data\n"
     ),
     "benchmarks/alpha/data.py": "from clinieval.errors import UserError\nimport clinieval.benchmarks.alpha\n",
-    "benchmarks/beta/__init__.py": "def task():\n    from clinieval.session import run\n",
-    "cli/__init__.py": "from clinieval.benchmarks import alpha\nfrom clinieval.session import run\n",
+    "benchmarks/beta/__init__.py": "def task():\n    from clinieval.engine.session import run\n",
+    "cli/__init__.py": "from clinieval.benchmarks import alpha\nfrom clinieval.engine.session import run\n",
 }
 """A small package shaped like clinieval whose every import is allowed: down and sideways, lazy
 ones, relative ones, a package importing its own submodules and a submodule its package."""
@@ -259,9 +259,9 @@ def test_a_good_package_passes(tmp_path: Path) -> None:
     [
         (
             "scoring/scorers.py",
-            "from clinieval.runner import execute\n",
+            "from clinieval.engine.runner import execute\n",
             f"clinieval/scoring/scorers.py:1: clinieval.scoring.scorers (layer {_layer_of()['scoring']}) "
-            "imports clinieval.runner",
+            "imports clinieval.engine.runner",
         ),
         (
             "scoring/lazy.py",
@@ -271,14 +271,14 @@ def test_a_good_package_passes(tmp_path: Path) -> None:
         ),
         (  # inside the execution layer: the run folder may not reach up to the runner
             "runs.py",
-            "from clinieval.runner import execute\n",
-            f"clinieval/runs.py:1: clinieval.runs (layer {_layer_of()['runs']}) imports clinieval.runner",
+            "from clinieval.engine.runner import execute\n",
+            f"clinieval/records/runs.py:1: clinieval.records.runs (layer {_layer_of()['runs']}) imports clinieval.engine.runner",
         ),
         (  # nor the runner to the Ray executor built on it
             "runner.py",
-            "import clinieval.distributed\n",
-            f"clinieval/runner.py:1: clinieval.runner (layer {_layer_of()['runner']}) "
-            "imports clinieval.distributed",
+            "import clinieval.engine.distributed\n",
+            f"clinieval/engine/runner.py:1: clinieval.engine.runner (layer {_layer_of()['runner']}) "
+            "imports clinieval.engine.distributed",
         ),
         (
             "benchmarks/alpha/data.py",
@@ -309,9 +309,9 @@ def test_a_cycle_through_a_lazy_import_is_reported(tmp_path: Path) -> None:
 
 
 def test_a_cycle_across_layers_is_reported_as_both(tmp_path: Path) -> None:
-    root = write_package(tmp_path, {**GOOD, "cache.py": "def f():\n    import clinieval.session\n"})
+    root = write_package(tmp_path, {**GOOD, "cache.py": "def f():\n    import clinieval.engine.session\n"})
     assert [p.split(": ", 1)[1] for p in layer_violations(root)] == [
-        f"clinieval.cache (layer {_layer_of()['cache']}) imports clinieval.session "
+        f"clinieval.records.cache (layer {_layer_of()['cache']}) imports clinieval.engine.session "
         f"(layer {_layer_of()['session']}), a higher layer"
     ]
     [cycle] = import_cycles(root)

@@ -31,7 +31,7 @@ only filled for runs whose samples carry one (a JSON Lines set of your own)."""
 
 def accepts(paths: Sequence[Path]) -> bool:
     """Two or more run folders (or folders of them); anything else is not ours (never an error)."""
-    from clinieval.runs import find_run_dirs
+    from clinieval.records.runs import find_run_dirs
 
     try:
         return len(find_run_dirs(list(paths))) >= 2
@@ -74,9 +74,9 @@ def _author(metadata: dict[str, object]) -> str | None:
 def convert(paths: Sequence[Path]) -> Converted:
     """One ``rank`` item per instruction every run answered (sorted by instruction id: a run's
     file is in completion order, which concurrency makes vary)."""
+    from clinieval.records.runs import RunDir, find_run_dirs
+    from clinieval.records.sample_record import SampleRecord
     from clinieval.review.items import AnswerIn, ReviewItem
-    from clinieval.runs import RunDir, find_run_dirs
-    from clinieval.sample_record import SampleRecord
 
     found = find_run_dirs(list(paths))
     if len(found) < 2:

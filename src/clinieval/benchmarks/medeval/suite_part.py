@@ -32,7 +32,7 @@ from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared
 if TYPE_CHECKING:
     from clinieval.benchmarks.medeval.data import MedEvalData
     from clinieval.benchmarks.medeval.task import MedEvalSettings
-    from clinieval.sample_record import SampleRecord
+    from clinieval.records.sample_record import SampleRecord
 
 NAME = "medeval"
 METRIC = "task score per item (accuracy, code accuracy, sentence BLEU-4, ROUGE-L; 0-1), tasks weighed equally"
@@ -241,7 +241,7 @@ class MedEvalPart:
     async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
         """``medeval run``'s pre-flight for each task's arm, the model opened once."""
         from clinieval.benchmarks.medeval.task import medeval_task
-        from clinieval.session import check_arm
+        from clinieval.engine.session import check_arm
 
         payload: _Payload = prepared.payload
         model = await models.checked(cell.model.spec)

@@ -33,8 +33,8 @@ from clinieval.analysis.table import ATTRIBUTE_PREFIX, LongTable, Row
 from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_csv, atomic_write_jsonl
-from clinieval.runs import SCORES, RunDir, find_run_dirs
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import SCORES, RunDir, find_run_dirs
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, Score
 
 ITEM, MODEL, ERROR = "item", "model", "error"

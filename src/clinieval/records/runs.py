@@ -5,8 +5,8 @@ Layout::
     RUN/manifest.json    what was run (task, model, settings, versions, data hashes, status)
     RUN/samples.jsonl    one SampleRecord per finished (sample, repeat), appended as they finish
     RUN/texts.jsonl      each long text (a record, a prompt) once, which samples.jsonl refers to
-                         by hash (see clinieval.record_codec)
-    RUN/cache.sqlite     every answered model request (see clinieval.cache)
+                         by hash (see clinieval.records.record_codec)
+    RUN/cache.sqlite     every answered model request (see clinieval.records.cache)
     RUN/scores/NAME.jsonl  re-scoring output of `clinieval score`, text metrics and judges
     RUN/scores/NAME.summary.json  a judge's call, token and failure accounting
 
@@ -31,12 +31,12 @@ from typing import IO
 import orjson
 
 from clinieval import __version__
-from clinieval.cache import RequestCache
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, raise_named
 from clinieval.models.fingerprint import portable_spec
-from clinieval.record_codec import MissingText, TextTable
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import RequestCache
+from clinieval.records.record_codec import MissingText, TextTable
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON
 
 MANIFEST = "manifest.json"

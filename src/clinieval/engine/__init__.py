@@ -1,0 +1,1 @@
+"""The clinieval.engine package (issue 40); see tools/move_engine.py."""
