@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import IO
@@ -110,10 +111,10 @@ def build_manifest(spec: JSON, data_files: list[Path]) -> JSON:
 
 
 class RunDir:
-    """A run directory on disk."""
+    """A run directory on disk, named by a ``str`` or a path (``RunDir("runs/x").records()``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
         self._fresh = False
         """Whether this process wrote the manifest (a new run, not a resumed one)."""
         self._made: Path | None = None
@@ -144,15 +145,18 @@ class RunDir:
         return data
 
     @classmethod
-    def open(cls, path: Path) -> RunDir:
+    def open(cls, path: str | os.PathLike[str]) -> RunDir:
         run = cls(path)
         run.manifest()
         return run
 
     @classmethod
-    def create_or_resume(cls, path: Path, manifest: JSON, *, overwrite: bool = False) -> RunDir:
+    def create_or_resume(
+        cls, path: str | os.PathLike[str], manifest: JSON, *, overwrite: bool = False
+    ) -> RunDir:
         """Start a new run at ``path``, or resume the one there if it is the same run."""
         run = cls(path)
+        path = run.path
         if run.exists() and not overwrite:
             old = run.manifest()
             if not same_run(old, manifest):
@@ -398,10 +402,10 @@ def _words_within(words: list[str], chars: int) -> list[str]:
     return out
 
 
-def find_run_dirs(paths: list[Path]) -> list[Path]:
+def find_run_dirs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """The run directories among ``paths``; a folder holding run directories stands for them all."""
     out: list[Path] = []
-    for p in paths:
+    for p in map(Path, paths):
         if (p / MANIFEST).is_file():
             out.append(p)
             continue
