@@ -17,7 +17,6 @@ What it does, from the repository root (or wherever ``--root`` points):
    ``from ..runs import`` (resolved against the file's place), and every dotted
    ``clinieval.runs`` (imports, ``import clinieval.runs``, monkeypatch targets, docs, docstrings)
    and path ``clinieval/runs.py`` to the new place.
-
 3. Sorts the imports of the rewritten Python files and folds lines grown past the limit, with
    ruff when there is one (``.venv/bin/ruff`` or on PATH).
 
@@ -26,6 +25,10 @@ bare name means needs reading. Python 3.11+, standard library only::
 
     python3 tools/move_engine.py            # move and rewrite, and say what changed
     python3 tools/move_engine.py --check    # change nothing; exit 1 if anything is left to do
+
+After a merge that stopped on conflicts, resolve them first: where both sides changed an import
+line that names a moved module, keep the other branch's line (its names) and let this script
+rewrite the module in it. tests/test_move_engine.py fails while anything is left to do.
 """
 
 from __future__ import annotations
