@@ -23,7 +23,7 @@ from typing import Any
 
 VOLATILE = re.compile(
     r"(time|seconds|elapsed|wall|started|finished|created|date|duration|_s$|per_s|tokens_per|throughput"
-    r"|path|dir|out$|host|port|url|pid|version|latency|speed)",
+    r"|_at$|path|dir|out$|host|port|url|pid|version|latency|speed)",
     re.I,
 )
 SUFFIXES = (".json", ".jsonl", ".md", ".csv")

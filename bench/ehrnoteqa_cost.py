@@ -42,7 +42,7 @@ from clinieval.benchmarks.ehrnoteqa.prompts import GENERATION
 from clinieval.benchmarks.ehrnoteqa.synth.writer import build_synthetic_set
 from clinieval.benchmarks.ehrnoteqa.task import EHRNoteQASettings, judge_arm, run_format_arm
 from clinieval.models.spec import BackendOptions
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 
 
 def _mean(xs: list[float]) -> float:
@@ -81,7 +81,7 @@ async def loglik_only(
     """The log-likelihood mode on its own (no generation first whose KV cache it could reuse)."""
     from clinieval.benchmarks.ehrnoteqa.scoring import OptionLoglik
     from clinieval.benchmarks.ehrnoteqa.task import ehrnoteqa_task
-    from clinieval.session import run_arm
+    from clinieval.engine.session import run_arm
 
     task = ehrnoteqa_task(samples, "mc", settings)
     task.scorers = [OptionLoglik("letter"), OptionLoglik("text")]

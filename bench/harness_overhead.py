@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _server import Server, common_args, log_offset, result_header, server_work, smol_server, warm_up
 
 from clinieval.benchmarks.pubmedqa.task import pubmedqa_task
+from clinieval.engine.session import RunRequest, run_evaluation
 from clinieval.models.spec import BackendOptions, parse_model_spec
 from clinieval.scoring.scorers import ChoiceExtraction
-from clinieval.session import RunRequest, run_evaluation
 from clinieval.task import Task
 from clinieval.types import GenerationConfig, Sample
 

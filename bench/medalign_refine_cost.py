@@ -27,7 +27,7 @@ from pathlib import Path
 from clinieval.benchmarks.medalign.synth import build_synthetic_set
 from clinieval.benchmarks.medalign.task import MedAlignSettings, StrategyOptions, run_strategy_arm
 from clinieval.models.spec import BackendOptions
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from clinieval.types import GenerationConfig
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from clinieval.analysis.analyze import AnalyzeOptions, analyze
 from clinieval.analysis.table import read_table
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
 

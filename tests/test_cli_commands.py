@@ -172,7 +172,7 @@ def test_every_group_field_has_a_default() -> None:
 
 
 def test_executor_options_refuse_ray_settings_without_ray() -> None:
-    from clinieval.distributed import WorkerJob
+    from clinieval.engine.distributed import WorkerJob
 
     with pytest.raises(UserError, match="--ray-workers needs --executor ray"):
         Endpoints(ray_workers=2)

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from clinieval.context.fit import DropPolicy, KeepRecentPolicy
+from clinieval.engine.session import RunRequest, RunResult, run_evaluation
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.scoring.scorers import ExactMatch
-from clinieval.session import RunRequest, RunResult, run_evaluation
 from clinieval.task import PromptTemplate, Task
 from clinieval.types import Sample
 from tests.fault_server import FaultServer
@@ -40,7 +40,7 @@ def test_keep_recent_trims_the_record_not_the_question(tmp_path: Path) -> None:
     with FaultServer() as server:
         result = run(policy, tmp_path / "run", server)
         sent = {p.split('EHR: """')[1][:20]: p for p in server.log.received}
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     records = {r.sample.id: r for r in RunDir.open(result.run_path).records()}
     long = records["long"]

@@ -12,11 +12,11 @@ from clinieval.context.fit import ChunkPolicy
 from clinieval.context.refine import REFINE_PROMPT, RefinePolicy, RefineTemplate
 from clinieval.context.retrieve import RetrievalPolicy, retrieve_visits, visit_spans
 from clinieval.context.tokenizers import Tokenizer, tokenizer_from_spec
+from clinieval.engine.session import RunRequest, RunResult, run_evaluation
 from clinieval.errors import UserError
 from clinieval.models.openai_http import OpenAIModel
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from clinieval.scoring.scorers import ExactMatch
-from clinieval.session import RunRequest, RunResult, run_evaluation
 from clinieval.types import Sample
 from tests.fault_server import FaultServer
 from tests.test_context import _PlainModel

@@ -173,8 +173,8 @@ def test_a_full_disk_stops_with_one_line_and_the_rerun_resumes(
 def test_a_full_disk_stand_in_injected_write_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stand-in for a full disk where no file system can be mounted: the 6th results line fails
     with ENOSPC, as a full disk would, inside the real command (in process, through ``main``)."""
-    from clinieval import run_writer
     from clinieval.cli import main
+    from clinieval.records import run_writer
 
     data = _items(tmp_path / "items.jsonl")
     real = run_writer._write
@@ -233,8 +233,8 @@ def test_the_request_cache_reports_a_read_only_disk_as_a_file_would(tmp_path: Pa
     """SQLite says "attempt to write a readonly database"; the cache turns it into the OSError a
     plain write gives, with its path, so the command line prints the same one line for it."""
     need_mount("a read-only file system")
-    from clinieval.cache import RequestCache
     from clinieval.errors import storage_message
+    from clinieval.records.cache import RequestCache
 
     folder = tmp_path / "run"
     folder.mkdir()

@@ -34,7 +34,7 @@ from clinieval.benchmarks.ehrnoteqa.scoring import (
 from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.errors import UserError
 from clinieval.judge.rubric import VerdictParseError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import LoglikOutput, Message, ModelOutput, Sample
 from tests.conftest import need_shared
 

@@ -16,9 +16,9 @@ import pytest
 
 from clinieval.models.concurrency import AdaptiveLimit
 from clinieval.models.openai_http import OpenAIModel
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
+from clinieval.records.summary import summarize
 from clinieval.scoring.scorers import ChoiceExtraction, ChoiceLoglik, ExactMatch
-from clinieval.summary import summarize
 from clinieval.types import LoglikOutput, Message, ModelOutput, Sample
 
 from .conftest import run_cli

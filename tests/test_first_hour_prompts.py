@@ -18,8 +18,8 @@ from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
 from clinieval.benchmarks.pubmedqa.prompts import PROMPT as PUBMEDQA_PROMPT
 from clinieval.errors import UserError
 from clinieval.models.spec import arm_dir_name, model_short_name
-from clinieval.runs import RunDir, append_record, build_manifest
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import RunDir, append_record, build_manifest
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.choices import option_lines
 from clinieval.scoring.scorers import ChoiceExtraction, extract_choice
 from clinieval.task import PromptTemplate
@@ -321,7 +321,7 @@ def test_a_worker_builds_the_drivers_prompt_without_the_data_file(tmp_path: Path
     import pickle
 
     from clinieval.cli import _build_task, _pick_scorers
-    from clinieval.distributed import TaskRecipe
+    from clinieval.engine.distributed import TaskRecipe
     from clinieval.types import GenerationConfig
 
     data = write_rows(tmp_path / "mc.jsonl", ROWS)

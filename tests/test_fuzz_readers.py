@@ -1538,7 +1538,7 @@ def test_fuzz_ehrnoteqa_review_import(tmp_path: Path) -> None:
 
 def _judged_record(free: bool) -> Any:
     """A recorded answer to judge: an EHRNoteQA question (MedAlign reads the same fields)."""
-    from clinieval.sample_record import SampleRecord
+    from clinieval.records.sample_record import SampleRecord
     from clinieval.types import Message, ModelOutput, Sample
 
     sample = Sample(

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from clinieval.engine.server_fit import proxies_used
 from clinieval.errors import UserError
 from clinieval.models.http1 import ConnectError, ConnectOptions, Http1Client
 from clinieval.models.http_proxy import Proxy, bypassed, parse_proxy, proxy_for
 from clinieval.models.openai_http import OpenAIModel
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.server_fit import proxies_used
 from clinieval.suite.layout import in_suite_terms
 from tests.test_http1 import OK, ScriptedServer, length_reply, serving
 

@@ -1,10 +1,13 @@
 """The direction of imports inside the package, read from the source (ast), so the rule holds.
 
 The layers, lowest first, are written once in :data:`LAYERS`; a module may import its own layer
-and any layer below it, never one above. Benchmarks (``clinieval.benchmarks.<name>``) sit above
-every shared layer, and one benchmark never imports another. No two modules import each other,
-directly or through others (lazy imports inside functions count: they hide cycles, not remove
-them). docs/architecture.md draws the same picture.
+and any layer below it, never one above. A row names a top-level module or package
+(``scoring``), or one module of a package whose modules sit on different rows (``records.runs``:
+the run folder is stored below scoring, but summarised above the analysis it uses); every module
+of such a package must then be named, so a new one cannot slip in unplaced. Benchmarks
+(``clinieval.benchmarks.<name>``) sit above every shared layer, and one benchmark never imports
+another. No two modules import each other, directly or through others (lazy imports inside
+functions count: they hide cycles, not remove them). docs/architecture.md draws the same picture.
 
 The checker reads whatever package root it is given (the real one by default), so its own test
 feeds it small bad packages written to a temporary folder and sees each fault reported.
@@ -23,24 +26,30 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "clinieval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: no clinieval imports beyond this row
     ("clinieval", "errors", "types", "fsutil", "privacy", "cpus"),
-    ("datasets", "sample_record", "record_codec"),
+    # records, stored: one line of a run's results and its long texts stored once (scorers read
+    # records, so these sit below scoring) ...
+    ("datasets", "records.sample_record", "records.record_codec"),
     ("models",),
+    # ... the request cache, the run folder around it (its manifest names the model), the writer
+    # of records and answers into it
+    ("records.cache",),
+    ("records.runs",),
+    ("records.run_writer",),
     ("scoring",),
     ("task",),
     ("ehr",),
     ("context",),
     ("analysis",),
-    # execution, in its own order: the request cache, the run folder around it, the writer of
-    # records and answers into it, the runner (the per-item loop every executor runs, and the
-    # local executor), the Ray executor on that loop, what surrounds a run (fitting it to its
-    # server, summaries, what it left failed, re-scoring, runs as a table), one run end to end
-    ("cache",),
-    ("runs",),
-    ("run_writer",),
-    ("runner",),
-    ("distributed",),
-    ("summary", "failures", "server_fit", "rescore", "run_table"),
-    ("session",),
+    # records, read back: summaries (bootstrap CIs, echo counts), what a run left failed, runs as
+    # the long table analyze reads; the package's own names (records/__init__) re-export these
+    ("records.summary", "records.failures", "records.run_table", "records"),
+    # the engine, in its own order: the runner (the per-item loop every executor runs, and the
+    # local executor), the Ray executor on that loop, fitting a run to its server and re-scoring
+    # one, one run end to end
+    ("engine.runner",),
+    ("engine.distributed",),
+    ("engine.server_fit", "engine.rescore"),
+    ("engine.session", "engine"),
     ("judge",),
     ("report",),
     # the read-only results browser: run folders and judge verdicts as a static site
@@ -56,11 +65,33 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("benchmarks",),
     ("cli",),
 )
-"""Top-level names under ``clinieval`` (a module or a package), lowest layer first."""
+"""Names under ``clinieval`` (a module, a package, or ``package.module`` of a package split over
+rows), lowest layer first."""
 
 
 def _layer_of(layers: tuple[tuple[str, ...], ...] = LAYERS) -> dict[str, int]:
     return {name: i for i, row in enumerate(layers) for name in row}
+
+
+def _split(layers: tuple[tuple[str, ...], ...] = LAYERS) -> set[str]:
+    """The packages whose modules the table places one by one (``records``, ``engine``)."""
+    return {name.split(".")[0] for row in layers for name in row if "." in name}
+
+
+def _room(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> str:
+    """The name in the table that places ``module``: the longest one it starts with
+    (``clinieval.records.runs`` -> ``records.runs``; ``clinieval.scoring.echo`` -> ``scoring``)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "clinieval"
+    inner = ".".join(parts[:2])
+    return inner if len(parts) > 1 and inner in _layer_of(layers) else parts[0]
+
+
+def _unplaced(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> bool:
+    """A module of a split package that the table does not name (the package itself is named)."""
+    parts = module.split(".")
+    return len(parts) > 2 and parts[1] in _split(layers) and _room(module, layers) == parts[1]
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -124,14 +155,15 @@ def layer_violations(root: Path = PACKAGE, layers: tuple[tuple[str, ...], ...] =
     problems: list[str] = []
     for path in sources(root):
         here = module_name(path, root)
-        own = layer.get(_top(here))
-        if own is None:
-            problems.append(f"{path}: {_top(here)!r} is in no layer; add it to LAYERS")
+        own = layer.get(_room(here, layers))
+        if own is None or _unplaced(here, layers):
+            name = here.removeprefix("clinieval.") if own is not None else _room(here, layers)
+            problems.append(f"{path}: {name!r} is in no layer; add it to LAYERS")
             continue
         for line, target in imports_of(path, root):
-            theirs = layer.get(_top(target))
+            theirs = layer.get(_room(target, layers))
             where = f"{path.relative_to(root.parent)}:{line}"
-            if theirs is None:
+            if theirs is None or _unplaced(target, layers):
                 problems.append(f"{where}: imports {target}, which is in no layer")
             elif theirs > own:
                 problems.append(
@@ -196,15 +228,20 @@ def test_shared_layers_never_import_a_benchmark() -> None:
 
 def test_the_checker_catches_what_it_should(tmp_path: Path) -> None:
     """The rule must be able to fail: an upward import and a cycle are both reported."""
-    upward = ast.parse("from clinieval.runner import execute\n")
+    upward = ast.parse("from clinieval.engine.runner import execute\n")
     node = upward.body[0]
     assert isinstance(node, ast.ImportFrom)
-    assert _resolve("clinieval.scoring.scorers", False, node) == "clinieval.runner"
+    assert _resolve("clinieval.scoring.scorers", False, node) == "clinieval.engine.runner"
     layer = _layer_of()
-    assert layer[_top("clinieval.runner")] > layer[_top("clinieval.scoring.scorers")]
-    relative = ast.parse("from ..sample_record import SampleRecord\n").body[0]
+    assert layer[_room("clinieval.engine.runner")] > layer[_room("clinieval.scoring.scorers")]
+    # a split package's modules each have their own row; the rest of a package shares its row
+    assert _room("clinieval.records.runs") == "records.runs" and _room("clinieval.records") == "records"
+    assert _room("clinieval.scoring.text.registry") == "scoring" and _room("clinieval") == "clinieval"
+    assert layer["records.sample_record"] < layer["scoring"] < layer["records.summary"]
+    assert max(v for k, v in layer.items() if k.startswith("records")) < layer["engine.runner"]
+    relative = ast.parse("from ..records.sample_record import SampleRecord\n").body[0]
     assert isinstance(relative, ast.ImportFrom)
-    assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.sample_record"
+    assert _resolve("clinieval.scoring.scorers", False, relative) == "clinieval.records.sample_record"
     assert _benchmark("clinieval.benchmarks.medalign.task") == "medalign"
     assert _benchmark("clinieval.task") is None
 
@@ -215,19 +252,25 @@ GOOD: dict[str, str] = {
     "errors.py": "class UserError(Exception): ...\n",
     "models/base.py": "from clinieval.errors import UserError\n",
     "scoring/scorers.py": "from ..models.base import UserError\n",
-    "cache.py": "import clinieval.errors\n",
-    "runs.py": "from clinieval.cache import RequestCache\n",
-    "runner.py": "from clinieval import runs\nfrom clinieval.scoring.scorers import Scorer\n",
-    "distributed.py": "from clinieval.runner import ItemLoop\n",
-    "session.py": "def run():\n    from clinieval.distributed import RayExecutor\n",
+    "records/sample_record.py": "import clinieval.errors\n",
+    "records/cache.py": "import clinieval.errors\n",
+    "records/runs.py": "from clinieval.records.cache import RequestCache\n",
+    "records/summary.py": "from clinieval.records import runs\n",
+    "records/__init__.py": "def __getattr__(name):\n    from clinieval.records.summary import summarize\n",
+    "engine/runner.py": "from clinieval.records import runs\nfrom clinieval.scoring.scorers import Scorer\n",
+    "engine/distributed.py": "from clinieval.engine.runner import ItemLoop\n",
+    "engine/session.py": (
+        "from clinieval.records import summarize\n"
+        "def run():\n    from clinieval.engine.distributed import RayExecutor\n"
+    ),
     "benchmarks/__init__.py": "from clinieval.benchmarks import alpha, beta\n",
     "benchmarks/alpha/__init__.py": "from clinieval.benchmarks.alpha.task import make\n",
     "benchmarks/alpha/task.py": (
-        "from clinieval.runner import execute\nfrom clinieval.benchmarks.alpha import data\n"
+        "from clinieval.engine.runner import execute\nfrom clinieval.benchmarks.alpha import data\n"
     ),
     "benchmarks/alpha/data.py": "from clinieval.errors import UserError\nimport clinieval.benchmarks.alpha\n",
-    "benchmarks/beta/__init__.py": "def task():\n    from clinieval.session import run\n",
-    "cli/__init__.py": "from clinieval.benchmarks import alpha\nfrom clinieval.session import run\n",
+    "benchmarks/beta/__init__.py": "def task():\n    from clinieval.engine.session import run\n",
+    "cli/__init__.py": "from clinieval.benchmarks import alpha\nfrom clinieval.engine.session import run\n",
 }
 """A small package shaped like clinieval whose every import is allowed: down and sideways, lazy
 ones, relative ones, a package importing its own submodules and a submodule its package."""
@@ -259,9 +302,9 @@ def test_a_good_package_passes(tmp_path: Path) -> None:
     [
         (
             "scoring/scorers.py",
-            "from clinieval.runner import execute\n",
+            "from clinieval.engine.runner import execute\n",
             f"clinieval/scoring/scorers.py:1: clinieval.scoring.scorers (layer {_layer_of()['scoring']}) "
-            "imports clinieval.runner",
+            "imports clinieval.engine.runner",
         ),
         (
             "scoring/lazy.py",
@@ -269,16 +312,34 @@ def test_a_good_package_passes(tmp_path: Path) -> None:
             f"clinieval/scoring/lazy.py:2: clinieval.scoring.lazy (layer {_layer_of()['scoring']}) "
             "imports clinieval.cli",
         ),
-        (  # inside the execution layer: the run folder may not reach up to the runner
-            "runs.py",
-            "from clinieval.runner import execute\n",
-            f"clinieval/runs.py:1: clinieval.runs (layer {_layer_of()['runs']}) imports clinieval.runner",
+        (  # records sit below the engine: the run folder may not reach up to the runner
+            "records/runs.py",
+            "from clinieval.engine.runner import execute\n",
+            f"clinieval/records/runs.py:1: clinieval.records.runs (layer {_layer_of()['records.runs']}) "
+            "imports clinieval.engine.runner",
         ),
-        (  # nor the runner to the Ray executor built on it
-            "runner.py",
-            "import clinieval.distributed\n",
-            f"clinieval/runner.py:1: clinieval.runner (layer {_layer_of()['runner']}) "
-            "imports clinieval.distributed",
+        (  # stored records sit below scoring, which reads them
+            "records/sample_record.py",
+            "def f():\n    from clinieval.scoring import scorers\n",
+            "clinieval/records/sample_record.py:2: clinieval.records.sample_record "
+            f"(layer {_layer_of()['records.sample_record']}) imports clinieval.scoring.scorers",
+        ),
+        (  # and below the package's own names, which load the summaries above scoring
+            "records/cache.py",
+            "from clinieval.records import SampleRecord\n",
+            f"clinieval/records/cache.py:1: clinieval.records.cache (layer {_layer_of()['records.cache']}) "
+            "imports clinieval.records",
+        ),
+        (  # inside the engine: the runner may not reach up to the Ray executor built on it
+            "engine/runner.py",
+            "import clinieval.engine.distributed\n",
+            f"clinieval/engine/runner.py:1: clinieval.engine.runner (layer {_layer_of()['engine.runner']}) "
+            "imports clinieval.engine.distributed",
+        ),
+        (  # a new module of a split package must be given its row
+            "records/extra.py",
+            "import clinieval.errors\n",
+            "'records.extra' is in no layer; add it to LAYERS",
         ),
         (
             "benchmarks/alpha/data.py",
@@ -309,14 +370,18 @@ def test_a_cycle_through_a_lazy_import_is_reported(tmp_path: Path) -> None:
 
 
 def test_a_cycle_across_layers_is_reported_as_both(tmp_path: Path) -> None:
-    root = write_package(tmp_path, {**GOOD, "cache.py": "def f():\n    import clinieval.session\n"})
+    lazy = {"records/cache.py": "def f():\n    import clinieval.engine.session\n"}
+    root = write_package(tmp_path, {**GOOD, **lazy})
     assert [p.split(": ", 1)[1] for p in layer_violations(root)] == [
-        f"clinieval.cache (layer {_layer_of()['cache']}) imports clinieval.session "
-        f"(layer {_layer_of()['session']}), a higher layer"
+        f"clinieval.records.cache (layer {_layer_of()['records.cache']}) imports clinieval.engine.session "
+        f"(layer {_layer_of()['engine.session']}), a higher layer"
     ]
     [cycle] = import_cycles(root)
     assert cycle[0] == cycle[-1] and len(cycle) == 6
-    assert set(cycle) == {f"clinieval.{m}" for m in ("cache", "session", "distributed", "runner", "runs")}
+    assert set(cycle) == {
+        f"clinieval.{m}"
+        for m in ("records.cache", "engine.session", "engine.distributed", "engine.runner", "records.runs")
+    }
 
 
 @pytest.mark.parametrize("name", [row for layer in LAYERS for row in layer if row != "clinieval"])

@@ -1,4 +1,4 @@
-"""The per-item loop both executors run (clinieval.runner.ItemLoop), checked without a server or Ray.
+"""The per-item loop both executors run (clinieval.engine.runner.ItemLoop), checked without a server or Ray.
 
 A local run and a Ray worker evaluate an item with the same loop: these tests pin what that loop
 promises (one model request per distinct prompt, lasting answers kept in the store, transient
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from clinieval import distributed
-from clinieval.distributed import ItemResult, TaskRecipe, Worker, WorkerJob, WorkerReady, _finish_all
+from clinieval.engine import distributed
+from clinieval.engine.distributed import ItemResult, TaskRecipe, Worker, WorkerJob, WorkerReady, _finish_all
+from clinieval.engine.runner import ItemLoop, ItemWork, LocalExecutor
 from clinieval.models.spec import BackendOptions
-from clinieval.runner import ItemLoop, ItemWork, LocalExecutor
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.scorers import ExactMatch, Needs, Scorer
 from clinieval.task import PromptTemplate, Task
 from clinieval.types import (
@@ -296,7 +296,7 @@ def test_map_each_keeps_the_units_order_advances_the_bar_and_stops_on_failure() 
     a failing unit cancels the rest and the error reaches the caller."""
     import asyncio
 
-    from clinieval.runner import ProgressBar, map_each
+    from clinieval.engine.runner import ProgressBar, map_each
 
     finished: list[int] = []
 

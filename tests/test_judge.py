@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from clinieval.benchmarks.medalign.scoring import MedAlignRubric
-from clinieval.cache import request_key
+from clinieval.engine.runner import CallTally
 from clinieval.errors import UserError
 from clinieval.judge.rubric import (
     Rubric,
@@ -39,9 +39,9 @@ from clinieval.judge.run import (
 )
 from clinieval.models.base import Model
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import CallTally
-from clinieval.runs import RunDir, append_record, build_manifest
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import request_key
+from clinieval.records.runs import RunDir, append_record, build_manifest
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
 # --------------------------------------------------------------------------------------------

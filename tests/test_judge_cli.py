@@ -20,7 +20,7 @@ from clinieval.judge.failures import CALL_FIXES, UNPARSED_FIX, call_fix, failure
 from clinieval.judge.reference import ReferenceRubric, parse_verdict_line
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.judge.run import JudgeResult, JudgeSummary
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import ErrorKind, Message, ModelOutput, Sample
 from tests.conftest import run_cli
 from tests.test_cli_errors import assert_one_line_error

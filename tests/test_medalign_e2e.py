@@ -12,7 +12,7 @@ import pytest
 from clinieval.benchmarks.medalign.synth import build_synthetic_set
 from clinieval.benchmarks.medalign.task import GENERATION, MedAlignSettings, StrategyOptions, run_strategy_arm
 from clinieval.models.spec import BackendOptions
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from clinieval.types import GenerationConfig, Sample
 from tests.conftest import need_shared, run_cli
 

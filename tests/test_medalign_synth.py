@@ -22,7 +22,7 @@ from clinieval.benchmarks.medalign.synth import COLUMNS, SyntheticSet, build_syn
 from clinieval.ehr.medalign_xml import format_time, read_xml
 from clinieval.ehr.timeline import Event, Person, Timeline, Visit
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.keyfacts import KEY_FACTS, KEY_FACTS_ALL, KeyFacts, KeyFactsAll, find_keys
 from clinieval.types import ErrorKind, ModelOutput, Sample
 from tests.conftest import need_shared

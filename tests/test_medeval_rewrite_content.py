@@ -16,7 +16,7 @@ from clinieval.benchmarks.medeval.rewrite_content import finding_words, without_
 from clinieval.benchmarks.medeval.synth.writer import write_synthetic
 from clinieval.benchmarks.medeval.task import MedEvalSettings
 from clinieval.benchmarks.medeval.task_table import task_entry
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import Message, ModelOutput, Sample
 
 SENTENCE = "The lungs are unremarkable."

@@ -16,7 +16,7 @@ from clinieval.benchmarks.jsonl.data import LINES_SHOWN, load_jsonl
 from clinieval.benchmarks.jsonl.shapes import parse_fields
 from clinieval.benchmarks.jsonl.task import CHOICE_PROMPT, jsonl_task
 from clinieval.errors import UserError
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from clinieval.types import Sample
 from tests.conftest import run_cli
 

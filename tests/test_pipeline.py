@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from clinieval.scoring.scorers import ChoiceLoglik
 from tests.conftest import run_cli
 

@@ -20,12 +20,12 @@ import pytest
 from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
 from clinieval.context.fit import ChunkPolicy, KeepRecentPolicy
 from clinieval.context.refine import RefinePolicy
+from clinieval.engine.session import RunRequest, RunResult, run_evaluation
 from clinieval.errors import UserError
 from clinieval.models.base import Model, render_plain
 from clinieval.models.openai_http import OpenAIModel
-from clinieval.runs import RunDir, build_manifest
+from clinieval.records.runs import RunDir, build_manifest
 from clinieval.scoring.scorers import ExactMatch
-from clinieval.session import RunRequest, RunResult, run_evaluation
 from clinieval.task import ContextPolicy, PromptTemplate, Task
 from clinieval.types import JSON, Message, Sample
 from tests.conftest import need_shared, run_cli

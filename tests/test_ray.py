@@ -71,7 +71,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def records(out: Path) -> list[dict[str, Any]]:
     """Every record of a run, decoded, in file order, without latencies (which differ run to run)."""
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     rows = [r.to_dict() for r in RunDir.open(out).iter_records()]
     for row in rows:

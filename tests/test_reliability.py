@@ -96,8 +96,8 @@ def test_summary_of_an_all_failed_run_is_strict_json(tmp_path: Path) -> None:
 def test_a_local_backend_error_is_not_cached(tmp_path: Path) -> None:
     import asyncio
 
-    from clinieval.cache import RequestCache
-    from clinieval.runner import CachedCalls
+    from clinieval.engine.runner import CachedCalls
+    from clinieval.records.cache import RequestCache
     from clinieval.types import ErrorKind, ModelOutput
 
     class _Named:  # only what CachedCalls reads of a model: its identity, for the cache key
@@ -255,10 +255,10 @@ def test_a_failing_item_stops_the_other_workers_before_the_files_close(tmp_path:
     import asyncio
     from dataclasses import dataclass
 
+    from clinieval.engine.runner import execute
     from clinieval.models.spec import BackendOptions, parse_model_spec
-    from clinieval.runner import execute
-    from clinieval.runs import RunDir, build_manifest
-    from clinieval.sample_record import SampleRecord
+    from clinieval.records.runs import RunDir, build_manifest
+    from clinieval.records.sample_record import SampleRecord
     from clinieval.scoring.scorers import ExactMatch, Needs
     from clinieval.task import PromptTemplate, Task
     from clinieval.types import Sample, Score
@@ -358,8 +358,8 @@ def test_a_rerun_over_changed_data_stops_unless_asked_to_rerun_the_changes(tmp_p
 def test_changed_samples_are_named_in_the_data_order_not_the_order_calls_finished() -> None:
     """Concurrent calls finish in any order, so records do too; the refusal names the first
     changed sample of the data, which CI once saw flip between x1 and x2."""
-    from clinieval.runner import changed_samples
-    from clinieval.sample_record import SampleRecord
+    from clinieval.engine.runner import changed_samples
+    from clinieval.records.sample_record import SampleRecord
     from clinieval.types import Message, Sample
 
     old = [Sample(id=f"x{i}", input=f"q{i}", target="ok") for i in range(4)]

@@ -308,8 +308,8 @@ def test_medalign_arms_round_trip_to_the_analysis(tmp_path: Path) -> None:
 
 def write_arm(path: Path, model: str, strategy: str | None, answers: dict[str, str | None]) -> Path:
     """A run folder written through RunDir: one record per sample, None for a failed call."""
-    from clinieval.runs import RunDir, append_record, build_manifest
-    from clinieval.sample_record import SampleRecord
+    from clinieval.records.runs import RunDir, append_record, build_manifest
+    from clinieval.records.sample_record import SampleRecord
     from clinieval.types import ErrorKind, ModelOutput, Sample
 
     params = {"strategy": strategy} if strategy else {}

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from clinieval.errors import EXIT_FAILED_ITEMS
-from clinieval.failures import FIXES, failure_report
-from clinieval.sample_record import SampleRecord
-from clinieval.summary import ECHO_FIX, EchoCount, count_echoes, echo_count, echo_under
+from clinieval.records.failures import FIXES, failure_report
+from clinieval.records.sample_record import SampleRecord
+from clinieval.records.summary import ECHO_FIX, EchoCount, count_echoes, echo_count, echo_under
 from clinieval.types import ErrorKind, Message, ModelOutput, Sample
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
@@ -234,7 +234,7 @@ def test_a_judge_that_reads_too_few_exits_beyond_the_allowed_share(answered_run:
 
 
 def test_a_suite_cell_lists_its_failed_kinds_with_fixes_and_its_echo_warning(tmp_path: Path) -> None:
-    from clinieval.failures import failed_kinds_under
+    from clinieval.records.failures import failed_kinds_under
     from clinieval.suite.execute import CellOutcome, SuiteOutcome, summary_lines
 
     data = _items(tmp_path / "q.jsonl", 2, marker=" FAULT:HANGx9")
@@ -264,8 +264,8 @@ def test_a_benchmark_arm_prints_its_echo_warning_and_failed_kinds_with_fixes(
     from clinieval.benchmark import TaskRequest, find_benchmark
     from clinieval.benchmarks import BENCHMARKS
     from clinieval.cli_options import echo_run
+    from clinieval.engine.session import ArmSettings, run_arm
     from clinieval.models.spec import BackendOptions
-    from clinieval.session import ArmSettings, run_arm
 
     data = _items(tmp_path / "q.jsonl", 4)
     rows = data.read_text().splitlines()

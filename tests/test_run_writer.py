@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from clinieval.errors import UserError
-from clinieval.record_codec import MIN_SHARED, TextTable, text_id
-from clinieval.run_writer import RunWriter
-from clinieval.runs import RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.record_codec import MIN_SHARED, TextTable, text_id
+from clinieval.records.run_writer import RunWriter
+from clinieval.records.runs import RunDir
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import Message, ModelOutput, Sample
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
@@ -227,7 +227,7 @@ def test_an_answer_written_earlier_in_a_fresh_run_is_still_found(tmp_path: Path)
 def test_the_records_a_run_holds_stay_out_of_its_stats_repr() -> None:
     """asyncio.run (3.11) formats its main task's result when it ends: a repr holding every
     record cost a second per 10,000 items at the end of each run."""
-    from clinieval.runner import RunStats
+    from clinieval.engine.runner import RunStats
 
     stats = RunStats(1, 0, 1, 0, 0, 1, 0.1, records=[record()] * 1000)
     assert "records" not in repr(stats) and len(repr(stats)) < 300

@@ -7,7 +7,7 @@ import pytest
 
 from clinieval.benchmarks.ehrnoteqa.scoring import LetterExtraction, OptionLoglik
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.keyfacts import KeyFacts, KeyFactsF1
 from clinieval.scoring.scorers import Answered, ChoiceExtraction, ChoiceLoglik, ExactMatch
 from clinieval.types import LoglikOutput, ModelOutput, Sample

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from clinieval.analysis.uncertainty import bootstrap_ci
-from clinieval.cache import RequestCache, request_key
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import RequestCache, request_key
+from clinieval.records.sample_record import SampleRecord
+from clinieval.records.summary import summarize
 from clinieval.scoring.scorers import ChoiceExtraction, ChoiceLoglik, extract_choice
-from clinieval.summary import summarize
 from clinieval.types import ErrorKind, LoglikOutput, Message, ModelOutput, Sample, Score, TokenLogprob
 
 CHOICES = ("yes", "no", "maybe")
@@ -174,7 +174,7 @@ def test_floats_orjson_writes_for_request_keys_are_spelled_as_json_spells_them()
 
     import orjson
 
-    from clinieval.cache import _same_in_orjson
+    from clinieval.records.cache import _same_in_orjson
 
     rng = random.Random(17)
     floats = [rng.random() * 10 ** rng.uniform(-4, 15) for _ in range(100_000)]

@@ -19,8 +19,8 @@ import pytest
 from clinieval.context.fit import drop_if_over, keep_oldest, keep_recent
 from clinieval.context.tokenizers import tokenizer_from_spec
 from clinieval.errors import UserError
-from clinieval.runs import RunDir, append_record, build_manifest
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import RunDir, append_record, build_manifest
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import Message, ModelOutput, Sample, Score
 from clinieval.view.cut import cut_ranges, describe_cut
 from clinieval.view.paging import split_pages

@@ -93,7 +93,7 @@ def recorded_proxies(out: Path) -> list[Any] | None:
 def records(out: Path) -> dict[str, list[Any]]:
     if not (out / "manifest.json").exists():
         return {}
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     found = {}
     for record in RunDir.open(out).iter_records():

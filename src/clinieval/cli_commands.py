@@ -57,13 +57,13 @@ from clinieval.cli_options import (
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from clinieval.distributed import WorkerJob
+    from clinieval.engine.distributed import WorkerJob
+    from clinieval.engine.runner import Executor
+    from clinieval.engine.session import ArmSettings
     from clinieval.judge.rubric import Rubric
     from clinieval.judge.run import JudgeResult
     from clinieval.models.ray_model import RayChoice
     from clinieval.models.spec import BackendOptions
-    from clinieval.runner import Executor
-    from clinieval.session import ArmSettings
     from clinieval.types import GenerationConfig
 
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., None])
@@ -159,7 +159,7 @@ class Endpoints(OptionGroup):
     def open_executor(self, job: WorkerJob) -> AbstractContextManager[Executor | None]:
         """``clinieval run``'s item executor, started for ``job`` (workers rebuild the task and
         model from it); None stands for the runner's own, in this process."""
-        from clinieval.distributed import open_executor
+        from clinieval.engine.distributed import open_executor
 
         return open_executor(self.ray(), job)
 
@@ -219,7 +219,7 @@ class JudgeOptions(Endpoints, JudgeSampling):
 
     def allowed(self) -> float | None:
         """``--allow-failures`` read: None (no failure accepted), or the share accepted."""
-        from clinieval.failures import parse_allowed
+        from clinieval.records.failures import parse_allowed
 
         return parse_allowed(self.allow_failures)
 
@@ -308,7 +308,7 @@ def judge_runs(
     names the option that shortens the rubric's prompt (``--snippets``), where there is one."""
     import asyncio
 
-    from clinieval.runs import find_run_dirs
+    from clinieval.records.runs import find_run_dirs
 
     allowed = options.allowed()
     results: list[JudgeResult] = []
@@ -326,7 +326,7 @@ def rubric_judge(
 
     async def judge(path: Path) -> JudgeResult:
         from clinieval.judge.run import judge_folder
-        from clinieval.runs import RunDir
+        from clinieval.records.runs import RunDir
 
         run = RunDir.open(path)
         return await judge_folder(run, spec, rubric, repeats=repeats, generation=generation, **options.call())

@@ -23,10 +23,10 @@ import typer
 from clinieval.errors import EXIT_FAILED_ITEMS
 
 if TYPE_CHECKING:
-    from clinieval.failures import FailureReport
+    from clinieval.engine.session import RunResult
     from clinieval.judge.run import JudgeResult
-    from clinieval.session import RunResult
-    from clinieval.summary import EchoCount, ScorerSummary
+    from clinieval.records.failures import FailureReport
+    from clinieval.records.summary import EchoCount, ScorerSummary
 
 NCtx = Annotated[int, typer.Option(help="context window of an embedded model")]
 Timeout = Annotated[float, typer.Option(help="seconds per HTTP request")]
@@ -140,13 +140,13 @@ def echo_summary(title: str, summaries: Sequence[ScorerSummary], stats_line: str
     import sys
 
     if not sys.stdout.isatty():
-        from clinieval.summary import plain_table
+        from clinieval.records.summary import plain_table
 
         typer.echo(f"{title}\n{plain_table(summaries)}\n{stats_line}")
         return
     from rich.console import Console
 
-    from clinieval.summary import render_table
+    from clinieval.records.summary import render_table
 
     console = Console()
     console.print(render_table(summaries, title=title))
@@ -178,7 +178,7 @@ def echo_failed_kinds(level: str, report: FailureReport, run_path: Path) -> None
 
 def warn_if_echoed(echo: EchoCount, label: str | None = None) -> None:
     """One warning when more than a tenth of a run's answers mostly repeat their prompt
-    (:class:`clinieval.summary.EchoCount`); ``label`` names the arm where a command runs several."""
+    (:class:`clinieval.records.summary.EchoCount`); ``label`` names the arm where a command runs several."""
     if echo.warns:
         where = f"{label}: " if label else ""
         typer.echo(f"warning: {where}{echo.message()}", err=True)
@@ -212,7 +212,7 @@ def exit_if_judge_failed(results: Sequence[JudgeResult], allowed: float | None) 
 
     The fix of each kind is printed above this by :func:`echo_judged`; the error repeats where."""
     from clinieval.judge.failures import scored_nothing, unscored_share
-    from clinieval.summary import format_counts
+    from clinieval.records.summary import format_counts
 
     failed = sum(r.summary.failed_calls for r in results)
     calls = sum(r.summary.judge_calls for r in results)

@@ -25,18 +25,18 @@ from clinieval.cli_options import (
     warn_if_echoed,
 )
 from clinieval.errors import EXIT_FAILED_ITEMS, UserError, storage_message
-from clinieval.failures import FailureReport, parse_allowed
 from clinieval.fsutil import slug
 from clinieval.models.catalog import DEFAULT_MODEL
 from clinieval.models.spec import parse_model_spec
+from clinieval.records.failures import FailureReport, parse_allowed
+from clinieval.records.summary import EchoCount, ScorerSummary
 from clinieval.scoring.scorers import Scorer
-from clinieval.summary import EchoCount, ScorerSummary
 from clinieval.task import PromptTemplate, Task
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from clinieval.session import RunResult
+    from clinieval.engine.session import RunResult
 
 app = command_group("Offline, private evaluation of language models on clinical tasks.")
 
@@ -192,8 +192,8 @@ def run(
     command or its input (nothing written); 3 finished, but items (some or all) failed after retries
     (each kind with its fix above it; --allow-failures accepts some)."""
     _setup_logging(verbose)
-    from clinieval.distributed import TaskRecipe, WorkerJob
-    from clinieval.session import RunRequest, run_evaluation
+    from clinieval.engine.distributed import TaskRecipe, WorkerJob
+    from clinieval.engine.session import RunRequest, run_evaluation
 
     scorers = _pick_scorers(scorer)
     template = None if prompt is None else PromptTemplate.from_file(prompt)
@@ -256,7 +256,7 @@ def _exit_for_failures(result: RunResult, allowed: float | None) -> None:
     whenever every item failed (there is no score to accept); one line per failure kind with its
     likely fix comes first, and the first error message when every item failed. Exit 1 when every
     answer was a content-filter refusal: nothing failed, but there is no score at all."""
-    from clinieval.failures import REFUSED_FIX
+    from clinieval.records.failures import REFUSED_FIX
 
     report = result.failures
     if not report.failed:
@@ -339,8 +339,8 @@ def score(
     output_format: OutputFormat = "text",
 ) -> None:
     """Re-score RUN_DIR with other scorers without calling the model under test."""
-    from clinieval.rescore import rescore
-    from clinieval.runs import RunDir
+    from clinieval.engine.rescore import rescore
+    from clinieval.records.runs import RunDir
 
     fmt = _output_format(output_format)
     run_ = RunDir.open(run_dir)
@@ -353,9 +353,9 @@ def summary(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")], output_format: OutputFormat = "text"
 ) -> None:
     """Print the summary table of a run from its results file."""
-    from clinieval.failures import failure_report
-    from clinieval.runs import RunDir
-    from clinieval.summary import summarize
+    from clinieval.records.failures import failure_report
+    from clinieval.records.runs import RunDir
+    from clinieval.records.summary import summarize
 
     fmt = _output_format(output_format)
     run_ = RunDir.open(run_dir)

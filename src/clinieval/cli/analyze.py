@@ -1,7 +1,7 @@
 """``clinieval analyze`` and ``clinieval export``: statistics over per-item results.
 
 ``analyze`` takes either one long table (CSV, TSV, JSON Lines: one row per item and model) or one
-or more run folders, which it turns into that table (:mod:`clinieval.run_table`) and compares
+or more run folders, which it turns into that table (:mod:`clinieval.records.run_table`) and compares
 paired on sample ids. ``export`` writes the runs' table, so what ``analyze RUN_DIR...`` computed
 can be read again, shared, or joined with clinicians' columns. Every input problem is a
 :class:`~clinieval.errors.UserError`, which ``clinieval.cli.main`` turns into one ``error:`` line
@@ -109,7 +109,7 @@ def export(
     table: Annotated[Path, typer.Option(help="the table to write: .csv, .tsv or .jsonl", show_default=False)],
 ) -> None:
     """Write the long table `clinieval analyze` reads: one row per sample and run, one column per scorer."""
-    from clinieval.run_table import check_table_path, read_runs, write_table
+    from clinieval.records.run_table import check_table_path, read_runs, write_table
 
     check_table_path(table)
     found = read_runs(runs)
@@ -124,7 +124,7 @@ def _analysis(sources: list[Path], options: AnalyzeOptions) -> dict[str, Any]:
     """The result for a table file or for run folders; a mix, or a path that is neither, is refused."""
     from clinieval.analysis.analyze import analyze as run_analysis
     from clinieval.analysis.table import read_table
-    from clinieval.run_table import analyze_runs
+    from clinieval.records.run_table import analyze_runs
 
     for path in sources:
         if not path.exists():
@@ -141,7 +141,7 @@ def _analysis(sources: list[Path], options: AnalyzeOptions) -> dict[str, Any]:
 def _not_a_run_file(path: Path) -> None:
     """A file inside a run folder (samples.jsonl, a scores file) is not the long table: say which
     folder to give instead of failing on its columns."""
-    from clinieval.runs import MANIFEST, SAMPLES, SCORES, TEXTS
+    from clinieval.records.runs import MANIFEST, SAMPLES, SCORES, TEXTS
 
     folder = path.parent.parent if path.parent.name == SCORES else path.parent
     own = path.name in (MANIFEST, SAMPLES, TEXTS) or folder != path.parent

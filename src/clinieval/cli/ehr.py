@@ -57,7 +57,7 @@ def omop2xml(
                 write_xml(tl, tmp / f"{_safe_name(tl.person.person_id)}.xml")
                 bar.advance(task)
         summary = source.summary()
-    from clinieval.summary import format_counts
+    from clinieval.records.summary import format_counts
 
     rows = format_counts(summary["rows"], empty="")
     issues = format_counts(summary["issues"], empty="none")

@@ -12,7 +12,7 @@ record that fits in one piece is asked exactly as under truncation.
 
 Piece size: the budget of the task prompt, less room for the carried answer (the generation
 limit) and for the extra words of the refinement prompt, so every step's whole prompt fits. The
-runner (:func:`clinieval.runner.execute`) drives the steps and records each one.
+runner (:func:`clinieval.engine.runner.execute`) drives the steps and records each one.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clinieval.judge.rubric import Rubric, Verdict, VerdictParseError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.echo import mask_copies
 
 __all__ = ["mask_for_judge", "quoted_material", "read_masked"]

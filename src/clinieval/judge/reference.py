@@ -20,7 +20,7 @@ from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict
 from clinieval.judge.verdict import section
 from clinieval.judge.verdict_yes_no import label_line, yes_no_verdict
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.choices import option_lines
 from clinieval.types import Message
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from clinieval.judge.verdict import VerdictParseError, check_range, read_number, score_verdict
 from clinieval.judge.verdict_json import final_json_object, json_field
 from clinieval.judge.verdict_yes_no import yes_no_verdict
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import Message
 
 

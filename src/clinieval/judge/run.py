@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from clinieval.engine.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
+from clinieval.engine.server_fit import fit_concurrency, proxies_used
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.quoted import quoted_material, read_masked
@@ -38,10 +40,8 @@ from clinieval.models.fingerprint import check_unchanged, portable_spec, resolve
 from clinieval.models.fingerprint import same_model as same_fingerprint
 from clinieval.models.fingerprint import take as take_fingerprint
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
-from clinieval.runs import SCORES, RunDir
-from clinieval.sample_record import SampleRecord
-from clinieval.server_fit import fit_concurrency, proxies_used
+from clinieval.records.runs import SCORES, RunDir
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput, Score
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """A model whose requests are answered on Ray actors: ``--executor ray`` on every command.
 
-``clinieval run --executor ray`` sends whole *items* to Ray workers (clinieval.distributed). The
+``clinieval run --executor ray`` sends whole *items* to Ray workers (clinieval.engine.distributed). The
 other commands that ask a model (benchmark arms, every judge, the dataset builders) have no item
 recipe a worker could rebuild, but they all ask through the :class:`~clinieval.models.base.Model`
 protocol; so under ``--executor ray`` they get a :class:`RayModel`, which forwards each request to
@@ -18,7 +18,7 @@ an actor that built the same model spec on its own node. Why it is shaped this w
 
 This module also holds what the two Ray users share (importing Ray, starting or joining it, the
 nodes and actors placed on them, the wording of errors), so there is one copy: the item-level
-executor in :mod:`clinieval.distributed` imports it from here. ``ray`` itself is imported only
+executor in :mod:`clinieval.engine.distributed` imports it from here. ``ray`` itself is imported only
 when a Ray executor is opened.
 """
 

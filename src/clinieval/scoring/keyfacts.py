@@ -31,7 +31,7 @@ from datetime import date
 from decimal import Decimal
 
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.scorers import AnswerScorer, Needs
 from clinieval.types import Sample, Score
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.choices import read_choice, shows_lettered
 from clinieval.types import JSON, ModelOutput, Score
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.failures import failed_kinds_under, fix_lines
+from clinieval.records.failures import failed_kinds_under, fix_lines
+from clinieval.records.summary import ECHO_KEY, EchoCount, echo_under
 from clinieval.suite.layout import in_suite_terms
 from clinieval.suite.manifest import SuiteManifest, cell_settings, data_hashes, jsonable
 from clinieval.suite.plan import PlannedCell, SuitePlan
 from clinieval.suite.preflight import find_refusals, refusal_text
 from clinieval.suite.progress import suite_view
-from clinieval.summary import ECHO_KEY, EchoCount, echo_under
 
 log = logging.getLogger(__name__)
 

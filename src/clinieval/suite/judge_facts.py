@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clinieval.runs import SCORES
+from clinieval.records.runs import SCORES
 
 JSON = dict[str, Any]
 

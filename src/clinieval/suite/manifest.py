@@ -23,7 +23,7 @@ from clinieval import __version__
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.fingerprint import spec_without_urls
-from clinieval.runs import file_sha256, package_versions
+from clinieval.records.runs import file_sha256, package_versions
 from clinieval.suite.config import BenchmarkEntry, Suite
 from clinieval.suite.part import Prepared, SuiteModel
 

@@ -146,7 +146,7 @@ def _fingerprints(planned: SuitePlan, model: str) -> list[dict[str, Any]]:
 
 def echo_notes(cells: Sequence[PlannedCell], manifest: SuiteManifest) -> list[str]:
     """A note for each cell whose answers mostly echo their prompt (counted when the cell ran)."""
-    from clinieval.summary import ECHO_KEY, EchoCount
+    from clinieval.records.summary import ECHO_KEY, EchoCount
 
     notes = []
     for c in cells:

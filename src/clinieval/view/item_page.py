@@ -15,7 +15,7 @@ from typing import Any
 
 from clinieval.ehr.chart import build_chart
 from clinieval.ehr.chart_html import render_chart
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.view.cut import CutRange, cut_ranges, describe_cut
 from clinieval.view.html import esc, number, page, pre, table
 from clinieval.view.paging import PAGE_CHARS, pager

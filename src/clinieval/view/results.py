@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.runs import SCORES, RunDir, find_run_dirs
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import SCORES, RunDir, find_run_dirs
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, Sample, Score
 
 UNPARSED_VERDICT = "judge_unparsed"

@@ -19,8 +19,8 @@ from pathlib import Path
 from clinieval.benchmarks.automedeval.judge_set import JudgeItem, Response
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl
-from clinieval.runs import RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import RunDir
+from clinieval.records.sample_record import SampleRecord
 
 
 @dataclass(frozen=True, slots=True)

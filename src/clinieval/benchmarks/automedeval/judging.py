@@ -49,13 +49,13 @@ from clinieval.benchmarks.automedeval.verdict import (
     rationale,
     to_original,
 )
-from clinieval.cache import RequestCache
 from clinieval.datasets import json_objects
+from clinieval.engine.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
+from clinieval.records.cache import RequestCache
 from clinieval.types import GenerationConfig, Message
 
 JSON = dict[str, Any]

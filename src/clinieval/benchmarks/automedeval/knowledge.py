@@ -183,7 +183,7 @@ def _encoder() -> Any:
 
 def embed(texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
     """Unit-length float32 embeddings of ``texts`` (one row each), so a dot product is the cosine."""
-    from clinieval.runner import ProgressBar
+    from clinieval.engine.runner import ProgressBar
 
     model = _encoder()
     parts: list[np.ndarray] = []

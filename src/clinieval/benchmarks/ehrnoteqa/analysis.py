@@ -117,7 +117,7 @@ class _Judged:
 
 def _verdicts(path: Path, rubric: str) -> _Judged | None:
     from clinieval.judge.run import read_judge_scores, scores_path
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     run = RunDir(path)
     if not scores_path(run, rubric).is_file():
@@ -158,7 +158,7 @@ def read_arm(path: Path, label: str | None = None) -> ArmAnswers:
     its own model names, which stay distinct where two servers serve one model name)."""
     from clinieval.benchmarks.ehrnoteqa.task import arm_format, arm_model, rubric_for
     from clinieval.models.spec import model_short_name
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     run = RunDir.open(path)
     fmt = arm_format(run)

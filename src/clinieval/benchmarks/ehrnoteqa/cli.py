@@ -26,7 +26,7 @@ from clinieval.cli_options import (
 )
 from clinieval.errors import UserError
 from clinieval.models.catalog import DEFAULT_MODEL
-from clinieval.runs import find_run_dirs as run_dirs
+from clinieval.records.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.benchmarks.ehrnoteqa.data import LoadedSet

@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 from clinieval.errors import UserError
 from clinieval.judge.rubric import Verdict, parse_score, parse_yes_no
 from clinieval.judge.verdict import score_marker, section
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.choices import read_choice
 from clinieval.scoring.echo import mask_copies
 from clinieval.scoring.scorers import ECHOED_PROMPT, AnswerScorer, LoglikScorer, Needs

@@ -155,7 +155,7 @@ class EHRNoteQAPart:
         """``ehrnoteqa run``'s pre-flight for the arm (log-likelihoods where the format scores
         them, the note's room in the context), and the judge opened as ``ehrnoteqa judge`` does."""
         from clinieval.benchmarks.ehrnoteqa.task import ehrnoteqa_task
-        from clinieval.session import check_arm
+        from clinieval.engine.session import check_arm
 
         opts, payload = _options(prepared.options), _payload(prepared)
         settings = _settings(opts, cell)

@@ -22,13 +22,13 @@ from clinieval.benchmarks.ehrnoteqa.scoring import (
     OptionLoglik,
     option_continuations,
 )
+from clinieval.engine.session import ArmSettings, RunResult, run_arm
 from clinieval.errors import UserError, one_of
 from clinieval.judge.rubric import Rubric
 from clinieval.judge.run import JudgeResult, judge_folder
 from clinieval.models.spec import BackendOptions
-from clinieval.runs import RunDir
+from clinieval.records.runs import RunDir
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import ArmSettings, RunResult, run_arm
 from clinieval.task import Task
 from clinieval.types import GenerationConfig, Sample
 

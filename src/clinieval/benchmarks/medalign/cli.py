@@ -3,7 +3,7 @@
 Thin: each command parses its options, calls the library and prints. The work lives beside this
 module: ``data`` (loading), ``prompts``, ``task`` (context strategies and arms), ``scoring`` (the
 judge's rubric), ``table`` / ``analysis`` / ``report`` (the analysis and its report) and ``build``
-(dataset building); text metrics over a saved run are :mod:`clinieval.rescore`'s.
+(dataset building); text metrics over a saved run are :mod:`clinieval.engine.rescore`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from clinieval.cli_options import (
     echo_run,
 )
 from clinieval.errors import UserError
-from clinieval.runs import find_run_dirs as run_dirs
+from clinieval.records.runs import find_run_dirs as run_dirs
 
 if TYPE_CHECKING:
     from clinieval.analysis.table import LongTable

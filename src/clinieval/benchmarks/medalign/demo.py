@@ -131,7 +131,7 @@ async def _run_arms(
 async def _judge(plan: DemoPlan, arms: list[Path], lines: list[str]) -> None:
     from clinieval.benchmarks.medalign.scoring import MedAlignRubric, evidence_snippets
     from clinieval.judge.run import judge_folder
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     if plan.judge is None:
         return

@@ -31,7 +31,7 @@ only filled for runs whose samples carry one (a JSON Lines set of your own)."""
 
 def accepts(paths: Sequence[Path]) -> bool:
     """Two or more run folders (or folders of them); anything else is not ours (never an error)."""
-    from clinieval.runs import find_run_dirs
+    from clinieval.records.runs import find_run_dirs
 
     try:
         return len(find_run_dirs(list(paths))) >= 2

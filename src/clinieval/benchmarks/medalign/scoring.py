@@ -27,7 +27,7 @@ from clinieval.judge.rubric import (
     extract_json_object,
     json_field,
 )
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import Message, Sample
 
 FIELDS = ("correct", "score", "c1", "c2", "c3")

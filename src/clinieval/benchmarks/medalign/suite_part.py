@@ -152,7 +152,7 @@ class MedAlignPart:
         """``medalign run``'s pre-flight for the arm (the tokenizer, context size and room for the
         record under the strategy), and the judge opened as ``medalign judge`` opens it."""
         from clinieval.benchmarks.medalign.task import medalign_task
-        from clinieval.session import check_arm
+        from clinieval.engine.session import check_arm
 
         opts, payload = _options(prepared.options), _payload(prepared)
         settings = _settings(opts, cell)
@@ -324,7 +324,7 @@ async def _judge(path: Path, opts: MedAlignOptions, cell: Cell, spec: str, repea
     """``clinieval medalign judge``'s rubric and generation over the arm (shared cache entries)."""
     from clinieval.benchmarks.medalign.scoring import retrieval_rubric
     from clinieval.judge.run import DEFAULT_JUDGE_GENERATION, judge_folder
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     generation = dataclasses.replace(DEFAULT_JUDGE_GENERATION, max_tokens=opts.judge_max_tokens)
     await judge_folder(
@@ -343,7 +343,7 @@ def _no_verdict(path: Path) -> frozenset[str]:
     """Instructions whose every judge repeat replied without a verdict (none failed as a call):
     a rerun reads the same cached replies, so they are counted apart from failures."""
     from clinieval.judge.run import read_judge_scores, scores_path
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     run = RunDir(path)
     if not scores_path(run, RUBRIC).is_file():
@@ -364,7 +364,7 @@ def _judge_runs(path: Path, kept: Mapping[str, float]) -> list[dict[str, float]]
     """One mapping per judge repeat: each kept instruction's correctness in that repeat (left out
     where that repeat gave no verdict)."""
     from clinieval.judge.run import read_judge_scores
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     runs: list[dict[str, float]] = []
     for (sid, repeat), score in read_judge_scores(RunDir(path), RUBRIC).items():

@@ -26,8 +26,8 @@ from pathlib import Path
 from clinieval.analysis.table import LongTable, Row
 from clinieval.datasets import json_objects
 from clinieval.errors import UserError
-from clinieval.runs import SCORES, RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import SCORES, RunDir
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, Sample
 
 JUDGE_COLUMNS = {"correct": "judge_correct", "score": "judge_score"}

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clinieval.benchmarks.medalign.prompts import MEDALIGN_PROMPT
+from clinieval.engine.session import ArmSettings, RunResult, run_arm
 from clinieval.errors import UserError
 from clinieval.models.spec import model_short_name
+from clinieval.records.summary import ScorerSummary
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.session import ArmSettings, RunResult, run_arm
-from clinieval.summary import ScorerSummary
 from clinieval.task import ContextPolicy, PromptTemplate, Task
 from clinieval.types import GenerationConfig, Sample
 
@@ -157,8 +157,8 @@ async def run_strategy_arm(
     data_files: Sequence[Path] = (),
 ) -> ArmResult:
     """Generate (resuming whatever ``out`` already holds), then score the text metrics."""
-    from clinieval.rescore import score_text_metrics
-    from clinieval.runs import RunDir
+    from clinieval.engine.rescore import score_text_metrics
+    from clinieval.records.runs import RunDir
 
     task = medalign_task(samples, strategy, settings, data_files)
     result = await run_arm(task, model_spec, out, settings)

@@ -28,7 +28,7 @@ from clinieval.benchmarks.medeval.arms import Settings as Settings
 from clinieval.benchmarks.medeval.arms import read_arm as read_arm
 from clinieval.benchmarks.medeval.items import TaskName
 from clinieval.benchmarks.medeval.task_table import TASK_TABLE
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 

@@ -21,7 +21,7 @@ from clinieval.benchmarks.medeval.parsing import QualifiedRule
 from clinieval.benchmarks.medeval.scoring import CodeAccuracy, LabelAccuracy, MedEvalScorer, TextOverlap
 from clinieval.errors import UserError
 
-if TYPE_CHECKING:  # run folders (clinieval.runs) load only where arms are read
+if TYPE_CHECKING:  # run folders (clinieval.records.runs) load only where arms are read
     from clinieval.benchmarks.medeval.arms import Arm, Settings
 
 JSON = dict[str, Any]

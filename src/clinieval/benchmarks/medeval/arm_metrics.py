@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 
-if TYPE_CHECKING:  # run folders (clinieval.runs) load only where arms are read
+if TYPE_CHECKING:  # run folders (clinieval.records.runs) load only where arms are read
     from clinieval.benchmarks.medeval.arms import Arm, Settings
 
 JSON = dict[str, Any]

@@ -14,8 +14,8 @@ from typing import Any
 
 from clinieval.benchmarks.medeval.items import TASKS, TaskName
 from clinieval.errors import UserError
-from clinieval.runs import RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import RunDir
+from clinieval.records.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 

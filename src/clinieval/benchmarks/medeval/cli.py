@@ -28,7 +28,7 @@ from clinieval.cli_options import (
     echo_run,
 )
 from clinieval.errors import UserError, one_of
-from clinieval.runs import find_run_dirs as run_dirs
+from clinieval.records.runs import find_run_dirs as run_dirs
 
 app = command_group("MedEval: radiology sentence and report tasks (run, analyze, label, train, demo).")
 
@@ -200,7 +200,7 @@ def analyze(
 
 def _synthetic(run: Path) -> bool:
     """Whether an arm ran on the synthetic corpus (its data files say so)."""
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     files = RunDir.open(run).manifest().get("data") or {}
     return any("synthetic" in Path(f).name for f in files)

@@ -35,7 +35,7 @@ from clinieval.benchmarks.medeval.items import TaskName
 from clinieval.benchmarks.medeval.task_table import TASK_TABLE
 
 if TYPE_CHECKING:
-    from clinieval.sample_record import SampleRecord
+    from clinieval.records.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 

@@ -110,7 +110,7 @@ def run_demo(plan: DemoPlan, echo: Callable[[str], None]) -> list[Path]:
     """The corpus, every arm, the baselines and the report (its files); progress goes to ``echo``."""
     from clinieval.benchmarks.medeval.analysis import medeval_analysis, read_arm
     from clinieval.benchmarks.medeval.report import write_medeval_report
-    from clinieval.runs import find_run_dirs
+    from clinieval.records.runs import find_run_dirs
 
     data = _corpus(plan)
     _run_arms(plan, data, echo)

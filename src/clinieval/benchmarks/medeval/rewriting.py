@@ -30,7 +30,7 @@ from typing import Any
 from clinieval.benchmarks.medeval.baselines.classifiers import Classifier, load_classifier
 from clinieval.benchmarks.medeval.rewrite_content import without_content
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 
 JSON = dict[str, Any]
 

@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 from clinieval.benchmarks.medeval.items import CHEXPERT_OBSERVATIONS
 from clinieval.benchmarks.medeval.parsing import QualifiedRule, read_codes, read_label
 from clinieval.benchmarks.medeval.rewrite_content import without_content
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.scorers import AnswerScorer
 from clinieval.types import Score
 

@@ -242,7 +242,7 @@ class MedEvalPart:
     async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
         """``medeval run``'s pre-flight for each task's arm, the model opened once."""
         from clinieval.benchmarks.medeval.task import medeval_task
-        from clinieval.session import check_arm
+        from clinieval.engine.session import check_arm
 
         payload: _Payload = prepared.payload
         model = await models.checked(cell.model.spec)

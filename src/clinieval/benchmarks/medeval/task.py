@@ -24,9 +24,9 @@ from clinieval.benchmarks.medeval.items import ReportItem, SentenceItem, Split, 
 from clinieval.benchmarks.medeval.paper_prompts import Shots
 from clinieval.benchmarks.medeval.parsing import QualifiedRule
 from clinieval.benchmarks.medeval.task_table import TASK_TABLE, MedEvalTask
+from clinieval.engine.session import ArmSettings, RunResult, run_arm
 from clinieval.errors import UserError
 from clinieval.models.base import Model
-from clinieval.session import ArmSettings, RunResult, run_arm
 from clinieval.task import PromptTemplate, Task
 from clinieval.types import JSON, GenerationConfig, Sample
 

@@ -1,6 +1,6 @@
 """PubMedQA in a suite: each model answers the questions once; the headline is accuracy.
 
-The cell is one ordinary run (:func:`clinieval.session.run_evaluation`, as ``clinieval run
+The cell is one ordinary run (:func:`clinieval.engine.session.run_evaluation`, as ``clinieval run
 pubmedqa --shuffle SEED --limit N`` does it) in the cell's folder, so it resumes as any run does and
 ``clinieval view`` reads it. The score is the task's own choice scorer (the answer read from the
 generated text); the log-likelihood scorer is left out so that a cell costs exactly one call per
@@ -103,7 +103,7 @@ class PubMedQAPart:
         return task, cell.shared.seed if options.shuffle else None
 
     async def check(self, prepared: Prepared, cell: Cell, models: CheckedModels) -> None:
-        from clinieval.session import check_run
+        from clinieval.engine.session import check_run
 
         task, shuffle = self._cell_task(prepared, cell)
         model = await models.checked(cell.model.spec)
@@ -112,8 +112,8 @@ class PubMedQAPart:
         )
 
     async def run(self, prepared: Prepared, cell: Cell) -> None:
+        from clinieval.engine.session import RunRequest, run_evaluation
         from clinieval.models.spec import parse_model_spec
-        from clinieval.session import RunRequest, run_evaluation
 
         task, shuffle = self._cell_task(prepared, cell)
         request = RunRequest(
@@ -130,7 +130,7 @@ class PubMedQAPart:
         await run_evaluation(request)
 
     def headline(self, prepared: Prepared, cell: Cell) -> Headline:
-        from clinieval.runs import RunDir
+        from clinieval.records.runs import RunDir
 
         scores: dict[str, float] = {}
         failed = 0

@@ -1,7 +1,7 @@
 """Text metrics by name: :func:`text_metric`, :func:`text_metric_names` and :func:`score_texts`.
 
 The one module that knows every metric class, so the metric modules need not know each other;
-the command line and :mod:`clinieval.rescore` name metrics (``rouge``, ``chrf++``,
+the command line and :mod:`clinieval.engine.rescore` name metrics (``rouge``, ``chrf++``,
 ``bertscore``) and get them, with their options checked, from here.
 """
 

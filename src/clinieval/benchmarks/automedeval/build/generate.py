@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from clinieval.benchmarks.automedeval.build.instances import Answer, Instance, write_instances
-from clinieval.cache import RequestCache
+from clinieval.engine.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
-from clinieval.summary import ECHO_KEY, EchoCount, count_echoes
+from clinieval.records.cache import RequestCache
+from clinieval.records.summary import ECHO_KEY, EchoCount, count_echoes
 from clinieval.types import GenerationConfig, Message
 
 RESPONSE_GENERATION = GenerationConfig(temperature=0.5, top_k=50, top_p=1.0, max_tokens=200, seed=0)
@@ -77,7 +77,7 @@ class ModelPass:
 
     def echo(self, instances: Sequence[Instance]) -> EchoCount:
         """This model's answers that mostly repeat the question it was sent (a base model behind a
-        chat template), counted as every run counts them (:func:`clinieval.summary.count_echoes`)."""
+        chat template), counted as every run counts them (:func:`clinieval.records.summary.count_echoes`)."""
         sent = (
             (text, [m.content for m in patient_messages(instances[i].question)])
             for i, text in self.answers.items()

@@ -46,13 +46,13 @@ from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, ask_with_
 from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
 from clinieval.benchmarks.automedeval.prompts import judge_messages
 from clinieval.benchmarks.automedeval.verdict import cut_response, parse_scores
-from clinieval.cache import RequestCache
 from clinieval.datasets import json_objects
+from clinieval.engine.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.errors import UserError, one_of
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
+from clinieval.records.cache import RequestCache
 from clinieval.types import GenerationConfig, Message
 
 if TYPE_CHECKING:

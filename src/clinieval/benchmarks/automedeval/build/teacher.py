@@ -35,12 +35,12 @@ from clinieval.benchmarks.automedeval.judging import JUDGE_GENERATION, ask_with_
 from clinieval.benchmarks.automedeval.knowledge import KnowledgeBase
 from clinieval.benchmarks.automedeval.prompts import one_shot_messages
 from clinieval.benchmarks.automedeval.verdict import cut_response, parse_scores
-from clinieval.cache import RequestCache
+from clinieval.engine.runner import CachedCalls, CallTally, ProgressBar, map_each
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
 from clinieval.judge.rubric import VerdictParseError
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, map_each
+from clinieval.records.cache import RequestCache
 from clinieval.types import GenerationConfig, Message
 
 TEACHER_GENERATION = JUDGE_GENERATION

@@ -77,7 +77,7 @@ def generate(
     from clinieval.benchmarks.automedeval.build.instances import read_instances
     from clinieval.cli_options import warn_if_echoed
     from clinieval.models.spec import parse_model_spec
-    from clinieval.summary import ECHO_KEY, EchoCount
+    from clinieval.records.summary import ECHO_KEY, EchoCount
 
     items = read_instances(instances)
     backend = endpoints.backend()

@@ -5,8 +5,8 @@ notes the prompts show; :func:`generate_dataset` asks the question step then the
 each (patient, repeat), parses and checks the replies, and writes ``generated.jsonl``,
 ``review.csv`` and ``build_summary.json``.
 
-Every model call goes through a :class:`~clinieval.cache.RequestCache` in ``OUT/cache.sqlite``
-(via :meth:`clinieval.runner.CachedCalls.through`), so a killed build resumes without repeating a
+Every model call goes through a :class:`~clinieval.records.cache.RequestCache` in ``OUT/cache.sqlite``
+(via :meth:`clinieval.engine.runner.CachedCalls.through`), so a killed build resumes without repeating a
 finished call and a complete rerun makes none. A reply that cannot be parsed is kept with the
 reason (``generated.jsonl``, ``build_summary.json``): never dropped silently, never guessed.
 Patient text is logged at DEBUG only.
@@ -40,7 +40,6 @@ from clinieval.benchmarks.ehrnoteqa.build.review import (
     write_review,
 )
 from clinieval.benchmarks.ehrnoteqa.prompts import OPTION_LETTERS
-from clinieval.cache import RequestCache
 from clinieval.ehr.notes import (
     DischargeNote,
     format_notes,
@@ -48,10 +47,11 @@ from clinieval.ehr.notes import (
     read_discharge_notes,
     select_notes,
 )
+from clinieval.engine.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 from clinieval.models.base import Model
-from clinieval.runner import CachedCalls, CallTally, ProgressBar, cached_generate, map_each
+from clinieval.records.cache import RequestCache
 from clinieval.types import JSON, GenerationConfig, Message, ModelOutput
 
 log = logging.getLogger(__name__)

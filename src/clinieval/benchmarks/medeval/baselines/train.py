@@ -28,9 +28,9 @@ from clinieval.benchmarks.medeval.task import Item, MedEvalSettings, medeval_tas
 from clinieval.benchmarks.medeval.task_table import SUMMARIZATION, TASK_TABLE
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json
-from clinieval.runs import SUMMARY, RunDir, append_record, build_manifest
-from clinieval.sample_record import SampleRecord
-from clinieval.summary import summarize
+from clinieval.records.runs import SUMMARY, RunDir, append_record, build_manifest
+from clinieval.records.sample_record import SampleRecord
+from clinieval.records.summary import summarize
 from clinieval.types import JSON, Message, ModelOutput
 
 CLASSIFIED: tuple[TaskName, ...] = tuple(t for t in TASKS if TASK_TABLE[t].answers.classified() is not None)

@@ -23,10 +23,10 @@ from typing import IO
 
 import orjson
 
-from clinieval.cache import RequestCache
 from clinieval.fsutil import raise_named
-from clinieval.runs import RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import RequestCache
+from clinieval.records.runs import RunDir
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clinieval.failures import FailureReport, failure_report
+from clinieval.engine.runner import Executor, RunStats, execute
+from clinieval.engine.server_fit import fit_to_server, proxies_used, server_info
 from clinieval.fsutil import atomic_write_json
 from clinieval.models.base import Model
 from clinieval.models.fingerprint import check_unchanged, resolve_mode
@@ -21,10 +22,9 @@ from clinieval.models.openai_http import OpenAIModel
 from clinieval.models.pool import EndpointPool
 from clinieval.models.ray_model import RayModel
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import Executor, RunStats, execute
-from clinieval.runs import SUMMARY, RunDir, build_manifest, fingerprint, same_run
-from clinieval.server_fit import fit_to_server, proxies_used, server_info
-from clinieval.summary import ECHO_KEY, EchoCount, ScorerSummary, echo_count, summarize
+from clinieval.records.failures import FailureReport, failure_report
+from clinieval.records.runs import SUMMARY, RunDir, build_manifest, fingerprint, same_run
+from clinieval.records.summary import ECHO_KEY, EchoCount, ScorerSummary, echo_count, summarize
 from clinieval.task import Task
 from clinieval.types import JSON, GenerationConfig, Sample
 
@@ -44,10 +44,10 @@ class RunRequest:
     progress: bool = True
     rerun_changed: bool = False
     executor: Executor | None = None
-    """Who evaluates the items: this process when None (see clinieval.runner.Executor)."""
+    """Who evaluates the items: this process when None (see clinieval.engine.runner.Executor)."""
     default_scorers: bool = False
     """The task's scorers are its own defaults (no ``--scorer``): one the server cannot serve
-    correctly is left out with a note instead of refused (clinieval.server_fit)."""
+    correctly is left out with a note instead of refused (clinieval.engine.server_fit)."""
     fingerprint: str | None = None
     """``--fingerprint``: strict, warn or off (None: ``CLINIEVAL_FINGERPRINT``, else strict); see
     clinieval.models.fingerprint."""

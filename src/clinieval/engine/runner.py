@@ -2,11 +2,11 @@
 
 A pool of workers (as many as the model can usefully take in flight) pulls (sample, repeat)
 pairs from a queue; every model request goes through the run's request cache; finished records
-and answers are written in group commits (clinieval.run_writer), and a worker moves on only once
+and answers are written in group commits (clinieval.records.run_writer), and a worker moves on only once
 its record is written, so a kill at any moment loses at most the requests that were in flight.
 
 Who evaluates the items is an :class:`Executor`: this process (:class:`LocalExecutor`), or
-workers elsewhere (clinieval.distributed) that send back records and answers for this process
+workers elsewhere (clinieval.engine.distributed) that send back records and answers for this process
 alone to write, so resume, caching and kill semantics do not depend on where the work ran. The
 work on one item is written once, :class:`ItemLoop`, and every executor runs it: the local one
 over the run's request store, a Ray worker over a store that collects the answers for the driver.
@@ -24,12 +24,12 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from clinieval.cache import RequestStore, request_key
 from clinieval.errors import UserError
 from clinieval.models.base import Model
-from clinieval.run_writer import RunWriter
-from clinieval.runs import RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import RequestStore, request_key
+from clinieval.records.run_writer import RunWriter
+from clinieval.records.runs import RunDir
+from clinieval.records.sample_record import SampleRecord
 from clinieval.task import MultiStepPolicy, Task
 from clinieval.types import JSON, ErrorKind, GenerationConfig, LoglikOutput, Message, ModelOutput, Sample
 
@@ -228,7 +228,7 @@ class ItemLoop:
     not answer are counted.
 
     :class:`LocalExecutor` runs one over the run's store (its writer, in front of the cache) for
-    all its coroutines; a Ray worker (clinieval.distributed) runs one per item over a store that
+    all its coroutines; a Ray worker (clinieval.engine.distributed) runs one per item over a store that
     collects the item's answers for the driver to keep. Either way the record, its scores and the
     cache keys are the same."""
 

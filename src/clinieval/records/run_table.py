@@ -23,6 +23,7 @@ Rules, chosen so that no number is made up:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,8 @@ from clinieval.analysis.table import ATTRIBUTE_PREFIX, LongTable, Row
 from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_csv, atomic_write_jsonl
-from clinieval.runs import SCORES, RunDir, find_run_dirs
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import SCORES, RunDir, find_run_dirs
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, Score
 
 ITEM, MODEL, ERROR = "item", "model", "error"
@@ -87,7 +88,7 @@ class _Run:
     files: dict[str, dict[tuple[str, int], Score]]
 
 
-def read_runs(paths: Sequence[Path]) -> RunTable:
+def read_runs(paths: Sequence[str | os.PathLike[str]]) -> RunTable:
     """The long table of ``paths`` (run folders, or folders of run folders), checked to be one task."""
     runs = [_read_run(p) for p in _run_dirs(paths)]
     _check_one_task(runs)
@@ -105,7 +106,7 @@ def read_runs(paths: Sequence[Path]) -> RunTable:
     return RunTable(tuple(arms), LongTable(source, columns, tuple(rows)), scorers)
 
 
-def analyze_runs(paths: Sequence[Path], options: AnalyzeOptions) -> JSON:
+def analyze_runs(paths: Sequence[str | os.PathLike[str]], options: AnalyzeOptions) -> JSON:
     """:func:`clinieval.analysis.analyze.analyze` over the runs' table; the arms under ``run_folders``."""
     found = read_runs(paths)
     result = analyze(found.table, options)
@@ -113,18 +114,20 @@ def analyze_runs(paths: Sequence[Path], options: AnalyzeOptions) -> JSON:
     return result
 
 
-def check_table_path(out: Path) -> None:
+def check_table_path(out: str | os.PathLike[str]) -> None:
     """A UserError unless ``out`` ends in a suffix :func:`write_table` writes: checked before any
     run is read, so a typo costs nothing."""
+    out = Path(out)
     if out.suffix.lower() not in TABLE_SUFFIXES:
         raise UserError(f"{out}: expected a .csv, .tsv or .jsonl file name, not {out.suffix or 'no suffix'}")
     if out.is_dir():
         raise UserError(f"{out}: is a folder; name the table file, e.g. {out / 'results.csv'}")
 
 
-def write_table(result: RunTable, out: Path) -> None:
+def write_table(result: RunTable, out: str | os.PathLike[str]) -> None:
     """``result`` as CSV, TSV or JSON Lines (by ``out``'s suffix), written atomically; empty cells
     (a failed sample's score) are empty in CSV/TSV and null in JSON Lines."""
+    out = Path(out)
     check_table_path(out)
     columns = result.table.columns
     rows = [{c: row.cells.get(c) for c in columns} for row in result.table.rows]
@@ -149,13 +152,14 @@ def arm_names(specs: Sequence[str], paths: Sequence[Path]) -> list[str]:
 # --- reading runs ------------------------------------------------------------------------------
 
 
-def _run_dirs(paths: Sequence[Path]) -> list[Path]:
+def _run_dirs(named: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    paths = [Path(p) for p in named]
     if not paths:
         raise UserError("name at least one run folder")
     for p in paths:
         if not p.exists():
             raise UserError(f"{p}: no such run folder")
-    found = find_run_dirs(list(paths))
+    found = find_run_dirs(paths)
     resolved = [p.resolve() for p in found]
     twice = next((p for p, r in zip(found, resolved, strict=True) if resolved.count(r) > 1), None)
     if twice is not None:

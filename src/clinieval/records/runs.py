@@ -5,8 +5,8 @@ Layout::
     RUN/manifest.json    what was run (task, model, settings, versions, data hashes, status)
     RUN/samples.jsonl    one SampleRecord per finished (sample, repeat), appended as they finish
     RUN/texts.jsonl      each long text (a record, a prompt) once, which samples.jsonl refers to
-                         by hash (see clinieval.record_codec)
-    RUN/cache.sqlite     every answered model request (see clinieval.cache)
+                         by hash (see clinieval.records.record_codec)
+    RUN/cache.sqlite     every answered model request (see clinieval.records.cache)
     RUN/scores/NAME.jsonl  re-scoring output of `clinieval score`, text metrics and judges
     RUN/scores/NAME.summary.json  a judge's call, token and failure accounting
 
@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import IO
@@ -31,12 +32,12 @@ from typing import IO
 import orjson
 
 from clinieval import __version__
-from clinieval.cache import RequestCache
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, raise_named
 from clinieval.models.fingerprint import portable_spec
-from clinieval.record_codec import MissingText, TextTable
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import RequestCache
+from clinieval.records.record_codec import MissingText, TextTable
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON
 
 MANIFEST = "manifest.json"
@@ -110,10 +111,10 @@ def build_manifest(spec: JSON, data_files: list[Path]) -> JSON:
 
 
 class RunDir:
-    """A run directory on disk."""
+    """A run directory on disk, named by a ``str`` or a path (``RunDir("runs/x").records()``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
         self._fresh = False
         """Whether this process wrote the manifest (a new run, not a resumed one)."""
         self._made: Path | None = None
@@ -144,15 +145,18 @@ class RunDir:
         return data
 
     @classmethod
-    def open(cls, path: Path) -> RunDir:
+    def open(cls, path: str | os.PathLike[str]) -> RunDir:
         run = cls(path)
         run.manifest()
         return run
 
     @classmethod
-    def create_or_resume(cls, path: Path, manifest: JSON, *, overwrite: bool = False) -> RunDir:
+    def create_or_resume(
+        cls, path: str | os.PathLike[str], manifest: JSON, *, overwrite: bool = False
+    ) -> RunDir:
         """Start a new run at ``path``, or resume the one there if it is the same run."""
         run = cls(path)
+        path = run.path
         if run.exists() and not overwrite:
             old = run.manifest()
             if not same_run(old, manifest):
@@ -398,10 +402,10 @@ def _words_within(words: list[str], chars: int) -> list[str]:
     return out
 
 
-def find_run_dirs(paths: list[Path]) -> list[Path]:
+def find_run_dirs(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """The run directories among ``paths``; a folder holding run directories stands for them all."""
     out: list[Path] = []
-    for p in paths:
+    for p in map(Path, paths):
         if (p / MANIFEST).is_file():
             out.append(p)
             continue

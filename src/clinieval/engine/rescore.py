@@ -7,10 +7,10 @@ from pathlib import Path
 
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl
-from clinieval.runs import SCORES, RunDir
-from clinieval.sample_record import SampleRecord
+from clinieval.records.runs import SCORES, RunDir
+from clinieval.records.sample_record import SampleRecord
+from clinieval.records.summary import ScorerSummary, summarize
 from clinieval.scoring.scorers import Scorer, no_reference
-from clinieval.summary import ScorerSummary, summarize
 from clinieval.types import Score
 
 

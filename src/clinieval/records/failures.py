@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import ErrorKind
 
 OUTCOMES = frozenset({ErrorKind.CONTENT_FILTER.value})
@@ -138,7 +138,7 @@ def failure_report(records: Iterable[SampleRecord]) -> FailureReport:
 def failed_kinds_under(folder: Path) -> Counter[str]:
     """The failed items by kind that every run under ``folder`` recorded in its ``summary.json``
     (a suite cell holds one run per arm): what the suite's end lines give the fixes of."""
-    from clinieval.runs import run_infos_under
+    from clinieval.records.runs import run_infos_under
 
     kinds: Counter[str] = Counter()
     for info in run_infos_under(folder):

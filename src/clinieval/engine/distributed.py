@@ -37,8 +37,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from clinieval.cache import RequestStore
 from clinieval.datasets import ENV_DATA_DIR
+from clinieval.engine.runner import Executor, ItemLoop, ItemWork
 from clinieval.errors import UserError
 from clinieval.models.base import Model
 from clinieval.models.ray_model import (
@@ -52,8 +52,8 @@ from clinieval.models.ray_model import (
     setup_failed,
 )
 from clinieval.models.spec import BackendOptions, parse_model_spec
-from clinieval.runner import Executor, ItemLoop, ItemWork
-from clinieval.sample_record import SampleRecord
+from clinieval.records.cache import RequestStore
+from clinieval.records.sample_record import SampleRecord
 from clinieval.scoring.scorers import Scorer
 from clinieval.task import PromptTemplate, Task
 from clinieval.types import JSON, GenerationConfig, Sample

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clinieval.analysis.uncertainty import bootstrap_ci
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 from clinieval.types import JSON, Score
 
 
@@ -217,7 +217,7 @@ ECHO_KEY = "echoed_prompt"
 def echo_under(folder: Path) -> EchoCount:
     """Every run's echo count under ``folder`` (a suite cell holds one run per arm), summed; a run
     older than the count adds nothing."""
-    from clinieval.runs import run_infos_under
+    from clinieval.records.runs import run_infos_under
 
     total = EchoCount()
     for info in run_infos_under(folder):

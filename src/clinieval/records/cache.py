@@ -112,7 +112,7 @@ def _same_in_orjson(value: Any) -> bool:
 
 class RequestStore(Protocol):
     """Where answered requests are looked up and kept: the cache itself, or a run's batching
-    writer in front of it (clinieval.run_writer)."""
+    writer in front of it (clinieval.records.run_writer)."""
 
     def get(self, key: str) -> JSON | None: ...
 
@@ -165,7 +165,7 @@ class RequestCache:
 
     def put_many(self, entries: Iterable[tuple[str, str, JSON]]) -> None:
         """Store (key, kind, value) entries in one transaction: one commit for a whole batch of
-        answers instead of one each (see clinieval.run_writer)."""
+        answers instead of one each (see clinieval.records.run_writer)."""
         now = time.time()
         rows = [(key, kind, orjson.dumps(value).decode("utf-8"), now) for key, kind, value in entries]
         with self._storage():
