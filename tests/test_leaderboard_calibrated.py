@@ -207,7 +207,7 @@ def test_the_calibrated_page_in_chromium(page: Page, tmp_path: Path) -> None:
 def test_a_small_calibrated_board_claims_no_floor_for_its_normal_test() -> None:
     """The few-patients warning names the smallest p-value an exact test could reach; PPI++'s
     normal test has none, so a calibrated board must not say "could reach here is 0"."""
-    judge, clinicians, clusters = study()
+    judge, _, clusters = study()
     keep = [f"i{k:04d}" for k in range(12)]  # 6 patients, 4 of them rated below
     small_judge = {m: {i: v[i] for i in keep} for m, v in judge.items()}
     rated = {m: {i: float(k % 3 != 0) for k, i in enumerate(keep[:8])} for m in judge}

@@ -29,11 +29,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from clinieval.errors import UserError
+from clinieval.records.runs import RunDir
 from clinieval.review import accounts, assigning, store
 from clinieval.review.app import create_app
 from clinieval.review.db import Answer, Item, Study, User, read_session
 from clinieval.review.items import AnswerIn, ReviewItem
-from clinieval.runs import RunDir
 from clinieval.suite.clinicians import read_clinicians
 from clinieval.suite.sample_design import SampleDesign, design_path, draw, read_design
 from clinieval.suite.sample_plan import _ratings_needed

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clinieval.errors import UserError
-from clinieval.sample_record import SampleRecord
+from clinieval.records.sample_record import SampleRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ def shared_records(
     (a run's file is in completion order, which concurrency makes vary); ``keep`` limits them to
     those ids. A question asked differently in two arms is refused (``noun`` names a question in
     the messages): its answers would not be answers to one question."""
-    from clinieval.runs import RunDir
+    from clinieval.records.runs import RunDir
 
     runs = [RunDir.open(p) for p in paths]
     answered = [{r.sample.id: r for r in run.records() if r.repeat == 0} for run in runs]

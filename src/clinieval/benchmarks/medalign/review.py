@@ -74,7 +74,7 @@ def _author(metadata: dict[str, object]) -> str | None:
 def convert(paths: Sequence[Path]) -> Converted:
     """One ``rank`` item per instruction every run answered (sorted by instruction id: a run's
     file is in completion order, which concurrency makes vary)."""
-    from clinieval.runs import RunDir, find_run_dirs
+    from clinieval.records.runs import RunDir, find_run_dirs
 
     found = find_run_dirs(list(paths))
     if len(found) < 2:

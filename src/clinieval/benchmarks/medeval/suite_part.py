@@ -32,8 +32,8 @@ from clinieval.suite.part import Cell, CheckedModels, Headline, Prepared, Shared
 if TYPE_CHECKING:
     from clinieval.benchmarks.medeval.data import MedEvalData
     from clinieval.benchmarks.medeval.task import MedEvalSettings
+    from clinieval.records.sample_record import SampleRecord
     from clinieval.review.items import ReviewItem
-    from clinieval.sample_record import SampleRecord
 
 NAME = "medeval"
 METRIC = "task score per item (accuracy, code accuracy, sentence BLEU-4, ROUGE-L; 0-1), tasks weighed equally"
