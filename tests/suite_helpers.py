@@ -86,3 +86,14 @@ class CountedCalls:
                 return await _real(model, *args, **kwargs)
 
             monkeypatch.setattr(LlamaCppModel, name, counted)
+
+
+def run_suite_file(folder: Path, lines: list[str]) -> Path:
+    """Write ``lines`` as ``folder/suite.toml``, run it into ``folder/run`` through the installed
+    command (every cell must finish) and return the run folder."""
+    from tests.conftest import run_cli
+
+    (folder / "suite.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = run_cli("suite", "run", str(folder / "suite.toml"), "--out", str(folder / "run"), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    return folder / "run"

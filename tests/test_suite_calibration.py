@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
+from tests.suite_helpers import run_suite_file
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -75,7 +76,8 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         FaultServer(responder=lambda p: answer("lucky", p), model_fields={"id": "lucky-7b"}) as lucky,
         FaultServer(responder=judge) as judging,
     ):
-        text = "\n".join(
+        run = run_suite_file(
+            folder,
             [
                 'title = "Calibration end to end"',
                 "[models]",
@@ -90,14 +92,9 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 'data = "qa.jsonl"',
                 "loglik = false",
                 "max_tokens = 16",
-            ]
+            ],
         )
-        (folder / "suite.toml").write_text(text + "\n", encoding="utf-8")
-        done = run_cli(
-            "suite", "run", str(folder / "suite.toml"), "--out", str(folder / "run"), "--no-progress"
-        )
-        assert done.returncode == 0, done.stderr
-    yield folder / "run"
+    yield run
 
 
 def _board(run: Path) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from clinieval.suite.sample_design import SampleDesign, design_path, draw, read_
 from clinieval.suite.sample_plan import _ratings_needed
 from tests.conftest import run_cli
 from tests.fault_server import FaultServer
+from tests.suite_helpers import run_suite_file
 
 MODELS = {"zephyrine": "Larkspur-9B-chat", "quokkalm": "orbweaver-70b"}
 """The suite's names and the names their servers serve them under: neither may reach a reviewer."""
@@ -115,7 +116,8 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
         for m in MODELS
     }
     with servers["zephyrine"] as z, servers["quokkalm"] as q, FaultServer(responder=judge) as j:
-        text = "\n".join(
+        run = run_suite_file(
+            folder,
             [
                 'title = "Calibration Test"',
                 "[models]",
@@ -137,14 +139,9 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
                 'data = "qa.jsonl"',
                 "loglik = false",
                 "max_tokens = 16",
-            ]
+            ],
         )
-        (folder / "suite.toml").write_text(text + "\n", encoding="utf-8")
-        done = run_cli(
-            "suite", "run", str(folder / "suite.toml"), "--out", str(folder / "run"), "--no-progress"
-        )
-        assert done.returncode == 0, done.stderr
-    yield Suite(folder / "run", folder)
+    yield Suite(run, folder)
 
 
 def new_db(path: Path, reviewers: tuple[str, ...] = ("ann", "bob")) -> str:

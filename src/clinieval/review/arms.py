@@ -16,6 +16,7 @@ from pathlib import Path
 
 from clinieval.errors import UserError
 from clinieval.records.sample_record import SampleRecord
+from clinieval.review.items import AnswerIn
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +59,15 @@ def shared_records(
                 )
         records[iid] = found
     return SharedRecords(tuple(every), records, partial)
+
+
+def arm_answers(labels: Sequence[str], records: Sequence[SampleRecord]) -> tuple[AnswerIn, ...]:
+    """One question's answers as review answers: each arm's under the key ``a1``, ``a2`` ... in
+    the arms' order (the import blinds and reorders them per reviewer), its label the answer's
+    source; an arm whose call failed has no answer to show and is left out (the caller counts
+    ``len(records) - len(answers)``)."""
+    return tuple(
+        AnswerIn(f"a{j}", label, rec.output.text)
+        for j, (label, rec) in enumerate(zip(labels, records, strict=True), 1)
+        if rec.output is not None and rec.output.ok
+    )

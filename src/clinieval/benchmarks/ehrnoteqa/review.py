@@ -258,8 +258,8 @@ def arm_items(
     multiple-choice format, and the patient's discharge notes as the record. The reference is the
     answer key (the correct option; what the paper's judge compares with). A failed call is left
     out of its item and counted in the notes."""
-    from clinieval.review.arms import shared_records
-    from clinieval.review.items import AnswerIn, ReviewItem
+    from clinieval.review.arms import arm_answers, shared_records
+    from clinieval.review.items import ReviewItem
     from clinieval.scoring.choices import option_lines
 
     dupes = sorted({x for x in labels if labels.count(x) > 1})
@@ -271,11 +271,7 @@ def arm_items(
     for qid in shared.ids:
         records = shared.records[qid]
         sample = records[0].sample
-        answers = tuple(
-            AnswerIn(f"a{j}", label, rec.output.text)
-            for j, (label, rec) in enumerate(zip(labels, records, strict=True), 1)
-            if rec.output is not None and rec.output.ok
-        )
+        answers = arm_answers(labels, records)
         failed += len(records) - len(answers)
         if not answers:
             continue

@@ -93,8 +93,8 @@ def arm_items(
     instruction every arm answered (only those in ``keep`` when given), with the arms that answered
     it; one with fewer than ``least`` answers is left out. ``convert`` reads arms this way, and so
     does the suite's clinician sample (with its own model names as the labels)."""
-    from clinieval.review.arms import shared_records
-    from clinieval.review.items import AnswerIn, ReviewItem
+    from clinieval.review.arms import arm_answers, shared_records
+    from clinieval.review.items import ReviewItem
 
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -105,11 +105,7 @@ def arm_items(
     for iid in shared.ids:
         records = shared.records[iid]
         sample = records[0].sample
-        answers = tuple(
-            AnswerIn(f"a{j}", label, rec.output.text)
-            for j, (label, rec) in enumerate(zip(labels, records, strict=True), 1)
-            if rec.output is not None and rec.output.ok
-        )
+        answers = arm_answers(labels, records)
         failed += len(records) - len(answers)
         if len(answers) < least:
             too_few += 1
