@@ -502,6 +502,15 @@ def test_a_correctness_study_asks_no_rank_and_takes_one_answer(tmp_path: Path) -
     with pytest.raises(UserError, match="asks only whether each answer is correct"):
         kind.validate({"answers": {"a1": {"correct": True, "rank": 1}}}, one, config)
     assert [m.key for m in kind.measures(config)] == ["correct"]
+    # the reviewer's queue says what the study asks (it said "Rank answers")
+    from clinieval.review.accounts import add_user
+    from clinieval.review.assigning import assign
+    from clinieval.review.web.data import queue
+
+    user = add_user(engine, "ann", "reviewer", PASSWORD)
+    assign(engine, "c", 1, 0, ["ann"])
+    assert [(q.name, q.label) for q in queue(engine, user.id)] == [("c", "Mark answers correct")]
+    assert kind.title({}) == "Rank answers"
     with pytest.raises(UserError, match="'design' should be an object"):
         kind.config({"design": [1]})
 

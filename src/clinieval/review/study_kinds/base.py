@@ -195,6 +195,12 @@ class Kind(ABC):
     description: ClassVar[str]
     label: ClassVar[str]
     """What a reviewer does, in plain words, for the queue ("Rate answers")."""
+
+    def title(self, config: Mapping[str, Any]) -> str:
+        """What a reviewer does in a study with ``config``: :attr:`label`, unless a setting of the
+        kind changes the task (a rank study that asks no ranking)."""
+        return self.label
+
     config_keys: ClassVar[tuple[str, ...]]
     table: ClassVar[str]
     """The file name of the kind's long table in an export ("ranks.csv")."""

@@ -58,6 +58,10 @@ class RankKind(AnswerKind):
     description = "rank all answers, mark each correct or incorrect with reasons and a rationale (MedAlign)"
     label = "Rank answers"
     config_keys = ("ties", "rank")
+
+    def title(self, config: Mapping[str, Any]) -> str:
+        return self.label if ranked(config) else "Mark answers correct"
+
     table = "ranks.csv"
     extra = ExtraTable("reviews.csv", medalign_reviews)
 

@@ -197,6 +197,7 @@ def queue(engine: Engine, user_id: int) -> list[QueueStudy]:
             Assignment.id,
             Study.name,
             Study.kind,
+            Study.config,
             Item.key,
             func.substr(Item.prompt, 1, 4 * PREVIEW_CHARS),
             Item.fields,
@@ -210,10 +211,10 @@ def queue(engine: Engine, user_id: int) -> list[QueueStudy]:
     with read_session(engine) as session:
         rows = session.execute(stmt).all()
     studies: dict[str, tuple[str, list[QueueRow]]] = {}
-    for aid, study, kind_name, key, prompt, fields, status in rows:
+    for aid, study, kind_name, config, key, prompt, fields, status in rows:
         kind = get_kind(kind_name)
         shown = excerpt(kind.preview(prompt or "", fields or {}), PREVIEW_CHARS)
-        studies.setdefault(study, (kind.label, []))[1].append(QueueRow(aid, key, shown, status))
+        studies.setdefault(study, (kind.title(config or {}), []))[1].append(QueueRow(aid, key, shown, status))
     return [QueueStudy(name, label, tuple(r)) for name, (label, r) in studies.items()]
 
 
