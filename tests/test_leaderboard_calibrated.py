@@ -221,3 +221,22 @@ def test_a_small_calibrated_board_claims_no_floor_for_its_normal_test() -> None:
     ).benchmarks[0]
     few = [w for w in board.warnings if w.startswith("Only 6 patients")]
     assert len(few) == 1 and "smallest p-value" not in few[0]
+
+
+def test_a_benchmark_whose_every_item_was_rated_is_the_clinicians_own() -> None:
+    """Nothing unrated: PPI++ is the clinicians' mean, and the rank bootstrap redraws the rated
+    items alone (an empty unrated table once failed to reshape)."""
+    judge, _, clusters = study()
+    keep = [f"i{k:04d}" for k in range(40)]
+    small = {m: {i: v[i] for i in keep} for m, v in judge.items()}
+    everyone = {m: {i: float(k % 3 != 0) for k, i in enumerate(keep)} for m in judge}
+    board = build_leaderboard(
+        [
+            BenchmarkScores(
+                "b", "c", small, clusters=clusters, clinicians=everyone, clinician_kind="correctness"
+            )
+        ],
+        resamples=200,
+    ).benchmarks[0]
+    for s in board.scores:
+        assert s.mean == pytest.approx(np.mean(list(everyone[s.model].values())))

@@ -21,7 +21,6 @@ Pure statistics, no I/O, no import of :mod:`clinieval.analysis.leaderboard` (whi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +28,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from clinieval.analysis.leaderboard_ranks import FloatArray, rank_rows
+from clinieval.analysis._validation import UndefinedStatisticError
+from clinieval.analysis.agreement import cohen_kappa, pearson
+from clinieval.analysis.leaderboard_ranks import FloatArray, rank_rows, resampled_means
 from clinieval.analysis.ppi import Estimate, clinicians_only, judge_bias, judge_only, ppi_difference, ppi_mean
+from clinieval.analysis.uncertainty import cluster_index
 
 Scores = Mapping[str, float]
 
@@ -146,13 +148,13 @@ def agreement(judge: Mapping[str, Scores], clinicians: Mapping[str, Scores]) -> 
     ys = np.array([p[1] for p in pairs], dtype=np.float64)
     binary = bool(np.isin(fs, (0.0, 1.0)).all() and np.isin(ys, (0.0, 1.0)).all())
     if binary:
-        observed = float(np.mean(fs == ys))
-        chance = float(fs.mean() * ys.mean() + (1 - fs.mean()) * (1 - ys.mean()))
-        kappa = None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
-        return {"answers": len(pairs), "agreement": observed, "kappa": kappa}
-    spread = float(fs.std() * ys.std())
-    r = None if spread == 0.0 else float(np.mean((fs - fs.mean()) * (ys - ys.mean())) / spread)
-    return {"answers": len(pairs), "pearson_r": r}
+        try:
+            kappa: float | None = cohen_kappa(fs.tolist(), ys.tolist())
+        except UndefinedStatisticError:  # one verdict throughout on both sides
+            kappa = None
+        return {"answers": len(pairs), "agreement": float(np.mean(fs == ys)), "kappa": kappa}
+    varies = len(pairs) >= 3 and fs.std() > 0 and ys.std() > 0
+    return {"answers": len(pairs), "pearson_r": pearson(fs, ys).statistic if varies else None}
 
 
 def paired(
@@ -198,48 +200,39 @@ def rank_replicates(
     taken = set(rated)
     rest = [i for i in common if i not in taken]
     lam = np.asarray(lams, dtype=np.float64)
-    f_rest = np.array([[judge[m][i] for m in models] for i in rest], dtype=np.float64).reshape(len(rest), -1)
-    f_rated = np.array([[judge[m][i] for m in models] for i in rated], dtype=np.float64).reshape(
-        len(rated), -1
-    )
-    y_rated = np.array([[clinicians[m][i] for m in models] for i in rated], dtype=np.float64).reshape(
-        len(rated), -1
-    )
+    f_rest, f_rated = _table(judge, models, rest), _table(judge, models, rated)
+    y_rated = _table(clinicians, models, rated)
     residual = y_rated - lam * f_rated
     rng = np.random.default_rng(list(seed))
-    rest_mean = _resampled_means(f_rest, _units(rest, clusters), resamples, rng)
-    rated_mean = _resampled_means(residual, _units(rated, clusters), resamples, rng)
+    rest_mean = _set_means(f_rest, _units(rest, clusters), resamples, rng)
+    rated_mean = _set_means(residual, _units(rated, clusters), resamples, rng)
     observed = (lam * f_rest.mean(axis=0) if len(rest) else 0.0) + residual.mean(axis=0)
     estimates = (lam * rest_mean if len(rest) else 0.0) + rated_mean
     return np.asarray(observed, dtype=np.float64), rank_rows(estimates)
 
 
-def _units(items: Sequence[str], clusters: Mapping[str, str] | None) -> NDArray[np.int64]:
-    """Each item's resampling unit: its patient where items share patients, else itself."""
+def _table(scores: Mapping[str, Scores], models: Sequence[str], items: Sequence[str]) -> FloatArray:
+    """Items x models of ``scores`` (0 rows for no items)."""
+    return np.array([[scores[m][i] for m in models] for i in items], dtype=np.float64).reshape(
+        len(items), len(models)
+    )
+
+
+def _units(items: Sequence[str], clusters: Mapping[str, str] | None) -> tuple[NDArray[np.int64], int]:
+    """Each item's resampling unit (its patient where items share patients, else itself) as a
+    code 0..g-1, and g."""
     if clusters is None:
-        return np.arange(len(items), dtype=np.int64)
-    codes: dict[str, int] = {}
-    return np.array([codes.setdefault(clusters[i], len(codes)) for i in items], dtype=np.int64)
+        return np.arange(len(items), dtype=np.int64), len(items)
+    return cluster_index([clusters[i] for i in items])
 
 
-def _resampled_means(
-    values: FloatArray, units: NDArray[np.int64], resamples: int, rng: np.random.Generator
+def _set_means(
+    values: FloatArray, units: tuple[NDArray[np.int64], int], resamples: int, rng: np.random.Generator
 ) -> FloatArray:
-    """Column means of ``values`` over ``resamples`` draws of its units with replacement (items of
-    a unit together), in chunks so a large benchmark needs little memory."""
+    """:func:`resampled_means` over ``values``; zeros for an empty set (every item rated)."""
     if len(values) == 0:
         return np.zeros((resamples, values.shape[1]))
-    groups = int(units.max()) + 1
-    sums = np.zeros((groups, values.shape[1]))
-    np.add.at(sums, units, values)
-    sizes = np.bincount(units, minlength=groups).astype(np.float64)
-    out = np.empty((resamples, values.shape[1]))
-    chunk = max(1, min(resamples, 4_000_000 // max(groups, 1)))
-    for start in range(0, resamples, chunk):
-        count = min(chunk, resamples - start)
-        weights = rng.multinomial(groups, np.full(groups, 1.0 / groups), size=count).astype(np.float64)
-        out[start : start + count] = (weights @ sums) / (weights @ sizes)[:, None]
-    return out
+    return resampled_means(values, *units, resamples, rng)
 
 
 def warnings(cal: Calibration) -> list[str]:
@@ -257,7 +250,3 @@ def warnings(cal: Calibration) -> list[str]:
                 " approximation behind it is rough; rate more of the sample"
             )
     return out
-
-
-def is_finite(e: Estimate) -> bool:
-    return all(math.isfinite(v) for v in (e.value, e.low, e.high))

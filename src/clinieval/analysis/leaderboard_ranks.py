@@ -94,19 +94,28 @@ def bootstrap_ranks(
         raise UserError(f"{where}: need at least one item and one model, got shape {table.shape}")
     if not np.all(np.isfinite(table)):
         raise UserError(f"{where}: scores must be finite numbers")
-    n, k = table.shape
-    codes, g = _codes(clusters, n, where)
-    sums = np.zeros((g, k))
-    np.add.at(sums, codes, table)
-    sizes = np.bincount(codes, minlength=g).astype(np.float64)
+    codes, g = _codes(clusters, table.shape[0], where)
+    return rank_rows(resampled_means(table, codes, g, resamples, np.random.default_rng(seed)))
+
+
+def resampled_means(
+    values: FloatArray, codes: NDArray[np.int64], groups: int, resamples: int, rng: np.random.Generator
+) -> FloatArray:
+    """The column means of ``values`` (items x columns) in each of ``resamples`` replicates that
+    draw ``groups`` clusters with replacement (``codes``: each item's cluster, 0..groups-1) and
+    pool the drawn clusters' items: replicates x columns, built in blocks of bounded memory.
+    Shared by the rank bootstrap here and the calibrated one (its rated and unrated sets apart)."""
+    k = values.shape[1]
+    sums = np.zeros((groups, k))
+    np.add.at(sums, codes, values)
+    sizes = np.bincount(codes, minlength=groups).astype(np.float64)
     parts: list[FloatArray] = []
-    draws = resample_blocks(np.random.default_rng(seed), g, resamples, row_cost=g * k, block=_BLOCK)
-    for idx in draws:
+    for idx in resample_blocks(rng, groups, resamples, row_cost=groups * k, block=_BLOCK):
         r = idx.shape[0]
         # how many times each cluster was drawn in each replicate
-        counts = np.bincount((idx + np.arange(r)[:, None] * g).ravel(), minlength=r * g)
-        counts = counts.reshape(r, g).astype(np.float64)
-        parts.append(rank_rows((counts @ sums) / (counts @ sizes)[:, None]))
+        counts = np.bincount((idx + np.arange(r)[:, None] * groups).ravel(), minlength=r * groups)
+        counts = counts.reshape(r, groups).astype(np.float64)
+        parts.append((counts @ sums) / (counts @ sizes)[:, None])
     return np.concatenate(parts)
 
 
