@@ -184,3 +184,25 @@ def test_the_stand_in_clinicians_rule() -> None:
     assert not correct_by_rule("D. Warfarin", ref) and not correct_by_rule("D, not B", ref)
     assert not correct_by_rule("Metoprolol", ref)  # part of the option's text is not the option
     assert not correct_by_rule("B", None)
+
+
+def test_bad_calibration_arguments_are_one_line_and_write_nothing(suite: Path, tmp_path: Path) -> None:
+    from clinieval.cli.suite import calibrate_with_demo_clinician
+
+    calibrate_with_demo_clinician(suite, seed=0, n=20)  # a sample exists; only the arguments are wrong
+    before = (suite / "report" / "leaderboard.json").read_bytes() if (suite / "report").exists() else None
+    cases = [
+        (["--sample", "full"], "--sample goes with --clinicians DB_OR_EXPORT"),
+        (["--clinicians", str(tmp_path / "nowhere.csv")], "nowhere.csv: file not found"),
+        (
+            ["--clinicians", str(suite / "review.db"), "--sample", "nope"],
+            "nope.json: no clinician sample here",
+        ),
+    ]
+    for args, message in cases:
+        done = run_cli("suite", "report", str(suite), *args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("error: ") and message in line, line
+    after = (suite / "report" / "leaderboard.json").read_bytes() if (suite / "report").exists() else None
+    assert after == before
