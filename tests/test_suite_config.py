@@ -320,3 +320,51 @@ def test_every_fault_of_a_suite_file_is_named_in_one_line(
     assert line.startswith(f"error: {path}: 3 problems: (1) ")
     assert 'unknown key "sed"' in line and 'limit: expected an integer, got "5"' in line
     assert '[benchmarks.pubmedqa] unknown key "splt"; did you mean "split"?' in line
+
+
+def test_every_endpoints_key_reaches_the_models_options() -> None:
+    """Each ``[endpoints]`` key, set away from its default, changes what models are opened with
+    exactly as the same command-line option does (backend_for copies the table by field name)."""
+    import dataclasses
+
+    from clinieval.cli.suite import backend_for
+    from clinieval.cli_commands import Endpoints
+    from clinieval.suite.layout import EndpointSettings
+
+    bundle = Path("/etc/ssl/certs/ca-certificates.crt")  # any readable PEM bundle (Debian's)
+    table = EndpointSettings(
+        n_ctx=1234,
+        timeout=7.5,
+        retries=1,
+        concurrency=3,
+        allow_host=("models.example.org",),
+        ca_bundle=bundle,
+        no_proxy=True,
+        fingerprint="warn",
+        server_kind="vllm",
+        executor="ray",
+        ray_address="head:6379",
+        ray_workers=2,
+    )
+    options, in_flight = backend_for(table)
+    same = Endpoints(
+        n_ctx=1234,
+        timeout=7.5,
+        retries=1,
+        concurrency=3,
+        allow_host=["models.example.org"],
+        ca_bundle=bundle,
+        no_proxy=True,
+        fingerprint="warn",
+        executor="ray",
+        ray_address="head:6379",
+        ray_workers=2,
+    )
+    assert options == same.backend("vllm")
+    assert in_flight == same.in_flight()
+    defaults = backend_for(EndpointSettings())[0]
+    changed = [
+        f.name for f in dataclasses.fields(options) if getattr(options, f.name) != getattr(defaults, f.name)
+    ]
+    # chat is the one option a suite's [endpoints] never sets (it follows each model's spec)
+    assert sorted(changed) == sorted(f.name for f in dataclasses.fields(options) if f.name != "chat")

@@ -8,6 +8,7 @@ the one function that turns a suite's ``[endpoints]`` table into backend options
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -54,19 +55,9 @@ def backend_for(settings: EndpointSettings) -> tuple[BackendOptions, int | None]
     models are opened with, and the requests each run keeps in flight."""
     from clinieval.cli_commands import Endpoints
 
-    endpoints = Endpoints(
-        n_ctx=settings.n_ctx,
-        timeout=settings.timeout,
-        retries=settings.retries,
-        concurrency=settings.concurrency,
-        allow_host=list(settings.allow_host) or None,
-        ca_bundle=settings.ca_bundle,
-        no_proxy=settings.no_proxy,
-        fingerprint=settings.fingerprint,
-        executor=settings.executor,
-        ray_address=settings.ray_address,
-        ray_workers=settings.ray_workers,
-    )
+    shared = {f.name: getattr(settings, f.name) for f in dataclasses.fields(Endpoints)}
+    # The table keeps an empty tuple where the option group keeps None: "no extra hosts".
+    endpoints = Endpoints(**{**shared, "allow_host": list(settings.allow_host) or None})
     return endpoints.backend(settings.server_kind), endpoints.in_flight()
 
 
