@@ -172,7 +172,7 @@ def test_users_are_hashed_with_argon2_and_verified(team: Any, db: str) -> None:
             {"item": "q1", "prompt": "p", "answers": [{"id": "a1", "text": "t"}]},
             r"items.jsonl:2: answers\[0\]: missing field 'source'",
         ),
-        ({"item": "q0", "prompt": "p"}, "items.jsonl:2: item 'q0' already appears at .*items.jsonl:1"),
+        ({"item": "q0", "prompt": "p"}, "items.jsonl:2: item 'q0' repeats .*items.jsonl:1"),
     ],
 )
 def test_item_errors_name_file_line_and_field(tmp_path: Path, line: dict[str, Any], message: str) -> None:

@@ -15,9 +15,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from clinieval.errors import UserError
+
+T = TypeVar("T")
 
 ENV_DATA_DIR = "CLINIEVAL_DATA_DIR"
 
@@ -121,6 +123,21 @@ def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """:func:`json_lines` over a JSON Lines file (a UTF-8 byte-order mark is skipped)."""
     with path.open(encoding="utf-8-sig", errors="surrogateescape") as f:
         yield from json_lines(utf8_lines(f, path), path)
+
+
+def once_each(found: Iterable[tuple[str, T]], key: Callable[[T], str], what: str) -> list[T]:
+    """The items of ``(where, item)`` pairs in order, or one UserError at the second place a key
+    stands, naming the first (``what`` says what the key is, e.g. ``"item id"``). Every reader of
+    items with ids refuses a repeat this way, so a user sees one message wherever it happens."""
+    first: dict[str, str] = {}
+    out: list[T] = []
+    for where, item in found:
+        k = key(item)
+        if k in first:
+            raise UserError(f"{where}: {what} {k!r} repeats {first[k]}")
+        first[k] = where
+        out.append(item)
+    return out
 
 
 def require(item: dict[str, Any], fld: str, where: str, kind: type | tuple[type, ...]) -> Any:

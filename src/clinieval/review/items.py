@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, cast
 
-from clinieval.datasets import json_objects
+from clinieval.datasets import json_objects, once_each
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_jsonl
 
@@ -190,18 +190,17 @@ def _author(obj: Mapping[str, Any], where: str) -> str | None:
     return author.strip()
 
 
+def _item_key(item: ReviewItem) -> str:
+    return item.item
+
+
 def read_items(path: Path) -> list[ReviewItem]:
     """Every item of a JSON Lines file, refusing a repeated item key (naming both lines)."""
     if not path.is_file():
         raise UserError(f"{path}: file not found")
-    items: list[ReviewItem] = []
-    first: dict[str, str] = {}
-    for where, obj in json_objects(path):
-        item = parse_item(obj, where)
-        if item.item in first:
-            raise UserError(f"{where}: item {item.item!r} already appears at {first[item.item]}")
-        first[item.item] = where
-        items.append(item)
+    items = once_each(
+        ((where, parse_item(obj, where)) for where, obj in json_objects(path)), _item_key, "item"
+    )
     if not items:
         raise UserError(f"{path}: no items")
     return items

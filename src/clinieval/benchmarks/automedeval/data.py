@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clinieval.benchmarks.automedeval.judge_set import CRITERIA, SCORE_RANGE, JudgeItem, Rating, Response
-from clinieval.datasets import json_objects, require
+from clinieval.datasets import json_objects, once_each, require
 from clinieval.errors import UserError
 
 
@@ -43,16 +43,7 @@ def load_set(path: Path) -> list[JudgeItem]:
         raise UserError(
             f"{path}: the file is empty: expected one item per line (JSON Lines) or a row per response"
         )
-    _unique_ids(items)
-    return items
-
-
-def _unique_ids(items: list[JudgeItem]) -> None:
-    seen: dict[str, str] = {}
-    for item in items:
-        if item.id in seen:
-            raise UserError(f"{item.source}: item id {item.id!r} repeats {seen[item.id]}")
-        seen[item.id] = item.source
+    return once_each(((item.source, item) for item in items), lambda item: item.id, "item id")
 
 
 def score(value: object, where: str, name: str) -> int:

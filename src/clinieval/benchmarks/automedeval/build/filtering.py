@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clinieval.benchmarks.automedeval.build.instances import Instance, write_instances
+from clinieval.datasets import once_each
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, atomic_write_jsonl
 
@@ -155,14 +156,8 @@ def read_qa(path: Path) -> list[Instance]:
     responses; every bad row is one error naming the file, the line (or item) and the field."""
     if not path.is_file():
         raise UserError(f"{path}: QA file not found")
-    out: list[Instance] = []
-    seen: dict[str, str] = {}
-    for where, fallback_id, row in _rows(path):
-        x = qa_instance(row, where, fallback_id)
-        if x.id in seen:
-            raise UserError(f"{where}: field 'id': {x.id!r} repeats {seen[x.id]}")
-        seen[x.id] = where
-        out.append(x)
+    rows = ((where, qa_instance(row, where, fallback_id)) for where, fallback_id, row in _rows(path))
+    out = once_each(rows, lambda x: x.id, "field 'id':")
     if not out:
         raise UserError(f"{path}: no QA pairs")
     return out
