@@ -325,3 +325,19 @@ def test_map_each_keeps_the_units_order_advances_the_bar_and_stops_on_failure() 
 
     with pytest.raises(RuntimeError, match="unit 1"):
         asyncio.run(map_each([0, 1, 2], 3, fails, ProgressBar(False, 3, 0, "test")))
+
+
+def test_loaded_samples_are_taken_once_and_handed_out_fresh() -> None:
+    """``task.loaded``: what the benchmarks' tasks load from samples already read. The caller's
+    list changing later changes nothing, and a run reordering what it got changes the next load
+    nothing either (MedEval's task once handed out the caller's list as it stood at each call)."""
+    from clinieval.task import loaded
+    from clinieval.types import Sample
+
+    mine = [Sample(id="a", input="x"), Sample(id="b", input="y")]
+    load = loaded(mine)
+    mine.append(Sample(id="c", input="z"))
+    first = load()
+    first.reverse()
+    assert [s.id for s in load()] == ["a", "b"]
+    assert load() is not load()

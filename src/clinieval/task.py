@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -179,6 +179,13 @@ def _trim_start(pieces: list[Piece], strip: Callable[[str], str]) -> list[Piece]
 def same_choices(sample: Sample) -> tuple[str, ...]:
     """The default log-likelihood continuations: the sample's choices as written."""
     return sample.choices
+
+
+def loaded(samples: Iterable[Sample]) -> Callable[[], list[Sample]]:
+    """A ``Task.load`` for samples already read: taken now (a caller that changes its list
+    afterwards changes nothing), and a fresh list on every call, since a run may reorder it."""
+    kept = tuple(samples)
+    return lambda: list(kept)
 
 
 class ContextPolicy(Protocol):

@@ -29,7 +29,7 @@ from clinieval.judge.run import JudgeResult, judge_folder
 from clinieval.models.spec import BackendOptions
 from clinieval.records.runs import RunDir
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.task import Task
+from clinieval.task import Task, loaded
 from clinieval.types import GenerationConfig, Sample
 
 JUDGE_GENERATION = GenerationConfig(temperature=0.0, seed=0, max_tokens=16)
@@ -75,10 +75,9 @@ def format_scorers(fmt: Format, loglik: bool) -> list[Scorer]:
 def ehrnoteqa_task(
     samples: Sequence[Sample], fmt: Format, settings: EHRNoteQASettings, data_files: Sequence[Path] = ()
 ) -> Task:
-    kept = list(samples)
     return Task(
         name=task_name(fmt),
-        load=lambda: list(kept),
+        load=loaded(samples),
         prompt=PROMPTS[fmt],
         scorers=format_scorers(fmt, settings.loglik),
         generation=settings.generation,

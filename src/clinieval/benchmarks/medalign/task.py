@@ -20,7 +20,7 @@ from clinieval.errors import UserError
 from clinieval.models.spec import model_short_name
 from clinieval.records.summary import ScorerSummary
 from clinieval.scoring.scorers import Answered, Scorer
-from clinieval.task import ContextPolicy, PromptTemplate, Task
+from clinieval.task import ContextPolicy, PromptTemplate, Task, loaded
 from clinieval.types import GenerationConfig, Sample
 
 DEFAULT_METRICS = ("rougeL", "chrf++", "google_bleu", "meteor", "bertscore")
@@ -135,12 +135,11 @@ def medalign_scorers(samples: Sequence[Sample]) -> list[Scorer]:
 def medalign_task(
     samples: Sequence[Sample], strategy: str, settings: MedAlignSettings, data_files: Sequence[Path] = ()
 ) -> Task:
-    kept = list(samples)
     return Task(
         name=f"medalign-{strategy}",
-        load=lambda: list(kept),
+        load=loaded(samples),
         prompt=settings.template,
-        scorers=medalign_scorers(kept),
+        scorers=medalign_scorers(samples),
         generation=settings.generation,
         context_policy=context_policy(strategy, settings.strategy, settings.template),
         data_files=list(data_files),

@@ -27,7 +27,7 @@ from clinieval.benchmarks.medeval.task_table import TASK_TABLE, MedEvalTask
 from clinieval.engine.session import ArmSettings, RunResult, run_arm
 from clinieval.errors import UserError
 from clinieval.models.base import Model
-from clinieval.task import PromptTemplate, Task
+from clinieval.task import PromptTemplate, Task, loaded
 from clinieval.types import JSON, GenerationConfig, Sample
 
 GENERATION = GenerationConfig(temperature=0.0, max_tokens=200, seed=0)
@@ -168,7 +168,7 @@ def medeval_task(
     }
     return Task(
         name=f"medeval-{task}",
-        load=lambda: list(samples),
+        load=loaded(samples),
         prompt=PromptTemplate(user="{input}"),
         scorers=(entry.scorer(settings.qualified),),
         generation=settings.generation,
