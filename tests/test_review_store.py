@@ -279,10 +279,24 @@ def assigned(team: Any) -> tuple[Any, int, User]:
 def test_view_is_blinded_and_in_the_reviewers_order(assigned: tuple[Any, int, User]) -> None:
     engine, aid, ann = assigned
     view = reviewing.assignment_view(engine, aid, ann)
-    assert [a.key for a in view.answers] == assigning.answer_order(3, "ann", "q1", ["a1", "a2", "a3"])
+    order = assigning.answer_order(3, "ann", "q1", ["a1", "a2", "a3"])
+    assert [a.key for a in view.answers] == order
+    # lettered as the page letters them, and a refused save names them the same way
+    assert [a.letter for a in view.answers] == ["A", "B", "C"]
+    assert view.names == {key: f"Answer {x}" for key, x in zip(order, "ABC", strict=True)}
     assert "model-" not in repr(view)
     with pytest.raises(store.Forbidden):
         reviewing.assignment_view(engine, aid, user(engine, "bob"))
+
+
+def test_an_answer_missing_from_the_stored_order_is_shown_last_not_hidden() -> None:
+    """The one way answers are lettered (the pages and the API both use it)."""
+    shown = reviewing.shown_answers(["a2", "gone", "a1"], {"a1": "one", "a2": "two", "a3": "three"})
+    assert [(a.letter, a.key, a.text) for a in shown] == [
+        ("A", "a2", "two"),
+        ("B", "a1", "one"),
+        ("C", "a3", "three"),
+    ]
 
 
 def test_stale_save_is_refused_and_nothing_is_lost_and_every_change_is_audited(

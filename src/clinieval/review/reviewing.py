@@ -7,7 +7,7 @@ audited (old -> new) and committed before :func:`save` returns.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -31,10 +31,20 @@ from clinieval.review.study_kinds import get_kind
 
 @dataclass(frozen=True, slots=True)
 class ShownAnswer:
-    """An answer as the reviewer's browser gets it: key and text, never the model."""
+    """An answer as its reviewer sees it: the letter of its place in their order and the text.
+    The key stays on the server (the pages map letters back to it); there is no ``source`` field,
+    so nothing built from this can print which model wrote the answer."""
 
+    letter: str
     key: str
     text: str
+
+
+def shown_answers(order: Sequence[str], texts: Mapping[str, str]) -> tuple[ShownAnswer, ...]:
+    """The answers in ``order`` (the assignment's stored order), lettered. An answer missing from
+    the order (it should not happen) is shown last rather than hidden: a reviewer must see all."""
+    keys = [k for k in order if k in texts] + [k for k in texts if k not in order]
+    return tuple(ShownAnswer(letter(i), k, texts[k]) for i, k in enumerate(keys))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +69,12 @@ class AssignmentView:
 
     @property
     def names(self) -> dict[str, str]:
-        return answer_names([a.key for a in self.answers])
+        return shown_names(self.answers)
+
+
+def shown_names(answers: Sequence[ShownAnswer]) -> dict[str, str]:
+    """Answer key -> what the reviewer's page calls it ("Answer B"), for the kinds' messages."""
+    return {a.key: f"Answer {a.letter}" for a in answers}
 
 
 def answer_names(order: Sequence[str]) -> dict[str, str]:
@@ -133,7 +148,7 @@ def assignment_view(engine: Engine, assignment_id: int, user: User) -> Assignmen
             context=item.context,
             reference=item.reference,
             fields=item.fields,
-            answers=tuple(ShownAnswer(k, texts[k]) for k in a.answer_order),
+            answers=shown_answers(a.answer_order or [], texts),
             status=a.status,
             version=a.version,
             payload=a.payload,

@@ -23,20 +23,11 @@ from sqlalchemy.orm import Session, selectinload
 
 from clinieval.review.db import Answer, Assignment, Item, Study, read_session
 from clinieval.review.items import excerpt
-from clinieval.review.reviewing import letter
+from clinieval.review.reviewing import ShownAnswer, shown_answers
 from clinieval.review.study_kinds import Measure, get_kind
 
 PREVIEW_CHARS: Final = 120
 """How much of an item's question the queue shows (cut at a word break, with "…")."""
-
-
-@dataclass(frozen=True)
-class ShownAnswer:
-    """One answer as the reviewer sees it: a letter and the text, and the key only server-side."""
-
-    letter: str
-    key: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -69,14 +60,6 @@ class AssignmentView:
         return {a.key: a.letter for a in self.answers}
 
 
-def shown_answers(order: list[str], answers: list[Answer]) -> tuple[ShownAnswer, ...]:
-    """The answers in ``order`` (the assignment's stored order), lettered. An answer missing from
-    the order (it should not happen) is shown last rather than hidden: a reviewer must see all."""
-    by_key = {a.key: a for a in answers}
-    keys = [k for k in order if k in by_key] + [a.key for a in answers if a.key not in order]
-    return tuple(ShownAnswer(letter(i), k, by_key[k].text) for i, k in enumerate(keys))
-
-
 def _owned(session: Session, assignment_id: int, user_id: int) -> Assignment | None:
     row = session.get(
         Assignment,
@@ -105,7 +88,7 @@ def assignment_view(engine: Engine, assignment_id: int, user_id: int) -> Assignm
             prompt=item.prompt,
             reference=item.reference,
             fields=dict(item.fields or {}),
-            answers=shown_answers(list(row.answer_order or []), list(item.answers)),
+            answers=shown_answers(row.answer_order or [], {a.key: a.text for a in item.answers}),
             answer_keys=list(item.answer_keys),
             status=row.status,
             version=row.version,

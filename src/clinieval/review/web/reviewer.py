@@ -82,7 +82,7 @@ async def save_item(request: Request, assignment_id: int, user: User = Depends(c
     kind = get_kind(view.kind)
     raw = kind.parse_form(view, form)
     state = kind.form_state(view, raw)
-    names = {a.key: f"Answer {a.letter}" for a in view.answers}
+    names = reviewing.shown_names(view.answers)
     try:
         payload = kind.validate(raw, view, view.config, partial=action == "save", names=names)
         reviewing.save(engine_of(request), view.id, user, payload, version, submit=action == "submit")
