@@ -49,19 +49,23 @@ def shown_answers(order: Sequence[str], texts: Mapping[str, str]) -> tuple[Shown
 
 @dataclass(frozen=True, slots=True)
 class AssignmentView:
-    """Everything a reviewer's page needs for one assignment, blinded: answers in this reviewer's
-    order and without ``source``. ``names`` maps each answer key to what the page calls it."""
+    """One assignment as its reviewer may see it, for the pages and for code alike: answers in
+    this reviewer's order, lettered, and nothing that says which model wrote them. The record
+    text is not in it (the page fetches it on its own: it can be long). It also satisfies
+    ``study_kinds.ItemShape``."""
 
     id: int
+    user_id: int
     study: str
     kind: str
     config: dict[str, Any]
     item: str
     prompt: str
-    context: str
     reference: str | None
     fields: dict[str, Any]
     answers: tuple[ShownAnswer, ...]
+    answer_keys: list[str]
+    """The item's answer keys in import order (what ``kinds.validate`` checks a payload against)."""
     status: str
     version: int
     payload: dict[str, Any] | None
@@ -70,6 +74,36 @@ class AssignmentView:
     @property
     def names(self) -> dict[str, str]:
         return shown_names(self.answers)
+
+    def key_of(self) -> dict[str, str]:
+        """Letter -> answer key, to turn the posted form into a payload."""
+        return {a.letter: a.key for a in self.answers}
+
+    def letter_of(self) -> dict[str, str]:
+        """Answer key -> letter, to put a stored payload back into the form."""
+        return {a.key: a.letter for a in self.answers}
+
+
+def view_of(row: Assignment) -> AssignmentView:
+    """The reviewer's view of an assignment row (read in an open session, item and study loaded)."""
+    item, study = row.item, row.study
+    return AssignmentView(
+        id=row.id,
+        user_id=row.user_id,
+        study=study.name,
+        kind=study.kind,
+        config=dict(study.config or {}),
+        item=item.key,
+        prompt=item.prompt,
+        reference=item.reference,
+        fields=dict(item.fields or {}),
+        answers=shown_answers(row.answer_order or [], {a.key: a.text for a in item.answers}),
+        answer_keys=list(item.answer_keys),
+        status=row.status,
+        version=row.version,
+        payload=row.payload,
+        updated_at=row.updated_at,
+    )
 
 
 def shown_names(answers: Sequence[ShownAnswer]) -> dict[str, str]:
@@ -136,24 +170,7 @@ def assignment_view(engine: Engine, assignment_id: int, user: User) -> Assignmen
             raise NotFound(f"no assignment {assignment_id}")
         if a.user_id != user.id and not user.is_admin:
             raise Forbidden("this review is assigned to someone else")
-        texts = {ans.key: ans.text for ans in a.item.answers}
-        item, study = a.item, a.study
-        return AssignmentView(
-            id=a.id,
-            study=study.name,
-            kind=study.kind,
-            config=study.config,
-            item=item.key,
-            prompt=item.prompt,
-            context=item.context,
-            reference=item.reference,
-            fields=item.fields,
-            answers=shown_answers(a.answer_order or [], texts),
-            status=a.status,
-            version=a.version,
-            payload=a.payload,
-            updated_at=a.updated_at,
-        )
+        return view_of(a)
 
 
 def _stale(current: int, expected: int) -> StaleSave:

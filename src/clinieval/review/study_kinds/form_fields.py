@@ -38,7 +38,7 @@ class Lettered(Protocol):
 
 
 class FormView(Protocol):
-    """What a form mapping needs of an assignment (:class:`clinieval.review.web.data.AssignmentView`
+    """What a form mapping needs of an assignment (:class:`clinieval.review.reviewing.AssignmentView`
     has it): its answers in the order shown, the study's config, the item's fields."""
 
     @property

@@ -1,8 +1,9 @@
 """What the pages read from the database, as plain views that carry no model name.
 
-Blinding by construction: a template never receives an ORM object. It receives the views below,
-and :class:`ShownAnswer` has no ``source`` field, so no template, however written, can print
-which model wrote an answer. Answers come in the assignment's stored ``answer_order`` and are
+Blinding by construction: a template never receives an ORM object. It receives plain views: an
+assignment as :class:`clinieval.review.reviewing.AssignmentView` (the one view the API gives too),
+whose :class:`~clinieval.review.reviewing.ShownAnswer` has no ``source`` field, so no template,
+however written, can print which model wrote an answer. Answers come in the assignment's stored ``answer_order`` and are
 labelled by position (A, B, C…); the browser sees neither the model nor the answer's import key
 (keys are often ``a1``, ``a2`` in the same model order on every item, which would unblind a
 reviewer across items), only the letter, which the server maps back to the key.
@@ -13,51 +14,20 @@ the same as one that does not exist.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from clinieval.review.db import Answer, Assignment, Item, Study, read_session
 from clinieval.review.items import excerpt
-from clinieval.review.reviewing import ShownAnswer, shown_answers
+from clinieval.review.reviewing import AssignmentView, view_of
 from clinieval.review.study_kinds import Measure, get_kind
 
 PREVIEW_CHARS: Final = 120
 """How much of an item's question the queue shows (cut at a word break, with "…")."""
-
-
-@dataclass(frozen=True)
-class AssignmentView:
-    """One assignment as its reviewer may see it (it also satisfies ``kinds.ItemShape``)."""
-
-    id: int
-    user_id: int
-    study: str
-    kind: str
-    config: dict[str, Any]
-    item_key: str
-    prompt: str
-    reference: str | None
-    fields: dict[str, Any]
-    answers: tuple[ShownAnswer, ...]
-    answer_keys: list[str]
-    """The item's answer keys in import order (what ``kinds.validate`` checks a payload against)."""
-    status: str
-    version: int
-    payload: dict[str, Any] | None
-    updated_at: dt.datetime
-
-    def key_of(self) -> dict[str, str]:
-        """Letter → answer key, to turn the posted form into a payload."""
-        return {a.letter: a.key for a in self.answers}
-
-    def letter_of(self) -> dict[str, str]:
-        """Answer key → letter, to put a stored payload back into the form."""
-        return {a.key: a.letter for a in self.answers}
 
 
 def _owned(session: Session, assignment_id: int, user_id: int) -> Assignment | None:
@@ -77,24 +47,7 @@ def assignment_view(engine: Engine, assignment_id: int, user_id: int) -> Assignm
         row = _owned(session, assignment_id, user_id)
         if row is None:
             return None
-        item = row.item
-        return AssignmentView(
-            id=row.id,
-            user_id=row.user_id,
-            study=row.study.name,
-            kind=row.study.kind,
-            config=dict(row.study.config or {}),
-            item_key=item.key,
-            prompt=item.prompt,
-            reference=item.reference,
-            fields=dict(item.fields or {}),
-            answers=shown_answers(row.answer_order or [], {a.key: a.text for a in item.answers}),
-            answer_keys=list(item.answer_keys),
-            status=row.status,
-            version=row.version,
-            payload=row.payload,
-            updated_at=row.updated_at,
-        )
+        return view_of(row)
 
 
 def assignment_context(engine: Engine, assignment_id: int, user_id: int) -> str | None:

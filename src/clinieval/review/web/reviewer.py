@@ -47,7 +47,7 @@ def queue_page(request: Request, user: User = Depends(current_user)) -> Response
     return render(request, "queue.html", values)
 
 
-def owned(request: Request, assignment_id: int, user: User) -> data.AssignmentView:
+def owned(request: Request, assignment_id: int, user: User) -> reviewing.AssignmentView:
     """The assignment when it is ``user``'s; anything else is the same 404, admins included
     (an admin follows progress on the study pages, not inside a reviewer's response)."""
     return found(data.assignment_view(engine_of(request), assignment_id, user.id))
@@ -93,7 +93,7 @@ async def save_item(request: Request, assignment_id: int, user: User = Depends(c
     return RedirectResponse(f"/a/{view.id}?done={action}", status_code=303)
 
 
-def _stale(request: Request, user: User, view: data.AssignmentView, state: dict[str, Any]) -> Response:
+def _stale(request: Request, user: User, view: reviewing.AssignmentView, state: dict[str, Any]) -> Response:
     """409: what is stored now, read-only, above the reviewer's own values still in the form."""
     now = data.assignment_view(engine_of(request), view.id, user.id) or view
     saved = get_kind(now.kind).summary(now, now.payload)
@@ -128,7 +128,7 @@ def _record_tab(request: Request) -> str:
 def item_response(
     request: Request,
     user: User,
-    view: data.AssignmentView,
+    view: reviewing.AssignmentView,
     state: dict[str, Any],
     version: int,
     *,
