@@ -15,7 +15,7 @@ DEMO ?= pubmedqa
 # (tests/conftest.py); `make test TEST_WORKERS=1` runs them on one worker.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval demo-automedeval demo-suite test lint typecheck bench clean
+.PHONY: install demo demo-pubmedqa demo-medalign demo-ehrnoteqa demo-medeval demo-automedeval demo-suite test lint typecheck bench duplicates clean
 
 install: $(VENV)/.installed
 
@@ -110,6 +110,11 @@ bench: install
 	$(BIN)/python bench/client_throughput.py --sizes 2000 20000 --concurrency 32
 	$(BIN)/python bench/harness_overhead.py --n $(or $(BENCH_N),40) --concurrency $(or $(BENCH_CONCURRENCY),4)
 	$(BIN)/python bench/vs_lm_eval.py --n $(or $(BENCH_N),40) --concurrency $(or $(BENCH_CONCURRENCY),4)
+
+# The pairs of repeated lines `duplicates` (the team's tool library) lists in src/, against the ones
+# docs/duplicates.md has read and kept; exit 1 on a pair nobody has read yet.
+duplicates:
+	$(PYTHON) tools/duplicates_ledger.py
 
 clean:
 	rm -rf $(VENV) bench/.venv-lmeval bench/.venv-inspect bench/out runs .pytest_cache .mypy_cache .ruff_cache
