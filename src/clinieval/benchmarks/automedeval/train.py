@@ -33,8 +33,12 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
+
+from clinieval.cli_commands import OptionGroup
+from clinieval.cli_options import ShowProgress
 from clinieval.datasets import json_objects
 from clinieval.errors import UserError
 from clinieval.fsutil import atomic_write_json, staged_dir
@@ -53,24 +57,33 @@ def stage_file(stages_dir: Path, stage: str) -> Path:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainPlan:
-    """The trainer's settings; the defaults are the paper's (see the module)."""
+class TrainPlan(OptionGroup):
+    """The trainer's settings, declared once: they are also ``automedeval train``'s options (an
+    option group), so a default cannot differ between the command and the code. The defaults are
+    the paper's (see the module)."""
 
-    epochs: float = 5.0
-    lr: float = 2e-5
-    warmup: float = 0.03
+    epochs: Annotated[float, typer.Option(min=0.01, help="epochs per stage (the paper: 5)")] = 5.0
+    lr: Annotated[float, typer.Option(min=0.0, help="learning rate (the paper: 2e-5)")] = 2e-5
+    warmup: Annotated[float, typer.Option(min=0.0, max=0.99, help="warmup ratio (the paper: 0.03)")] = 0.03
     """Warmup as a ratio of the stage's steps."""
-    max_length: int = 2048
-    batch_size: int = 2
+    max_length: Annotated[int, typer.Option(min=16, help="tokens per example (the paper: 2,048)")] = 2048
+    batch_size: Annotated[int, typer.Option(min=1, help="examples per device step (the paper: 2)")] = 2
     """Examples per device step (the paper's script: 2)."""
-    effective_batch: int = 128
+    effective_batch: Annotated[
+        int, typer.Option(min=1, help="examples per optimizer update over all devices (the paper: 128)")
+    ] = 128
     """Examples per optimizer update over all devices (the paper: 2 x 8 GPUs x 8 steps = 128)."""
-    gradient_accumulation: int | None = None
+    gradient_accumulation: Annotated[
+        int | None,
+        typer.Option(min=1, help="steps per optimizer update (default: derived from --effective-batch)"),
+    ] = None
     """Steps per update; None derives it from ``effective_batch`` and the devices present."""
-    max_steps: int | None = None
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="cap each stage's optimizer steps (a smoke run)")
+    ] = None
     """Cap on each stage's optimizer steps (a smoke run); None: the epochs decide."""
-    seed: int = 0
-    progress: bool = True
+    seed: Annotated[int, typer.Option(help="training seed")] = 0
+    progress: ShowProgress = True
 
     def accumulation(self, devices: int) -> int:
         """Accumulation steps on ``devices`` devices: the given number, or the fewest that reach the

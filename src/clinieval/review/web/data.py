@@ -3,10 +3,10 @@
 Blinding by construction: a template never receives an ORM object. It receives plain views: an
 assignment as :class:`clinieval.review.reviewing.AssignmentView` (the one view the API gives too),
 whose :class:`~clinieval.review.reviewing.ShownAnswer` has no ``source`` field, so no template,
-however written, can print which model wrote an answer. Answers come in the assignment's stored ``answer_order`` and are
-labelled by position (A, B, C…); the browser sees neither the model nor the answer's import key
-(keys are often ``a1``, ``a2`` in the same model order on every item, which would unblind a
-reviewer across items), only the letter, which the server maps back to the key.
+however written, can print which model wrote an answer. Answers come in the assignment's stored
+``answer_order`` and are labelled by position (A, B, C…); the browser sees neither the model nor the
+answer's import key (keys are often ``a1``, ``a2`` in the same model order on every item, which
+would unblind a reviewer across items), only the letter, which the server maps back to the key.
 
 Ownership is part of every query: a reviewer's lookup of someone else's assignment returns None,
 the same as one that does not exist.
