@@ -215,6 +215,18 @@ def test_no_import_cycles() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+MAX_MODULE_LINES = 700
+"""The house's size limit for one module: past it, a module holds more than one concern."""
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    sizes = {
+        p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")
+    }
+    over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert over == {}, f"modules over {MAX_MODULE_LINES} lines (split each by concern): {over}"
+
+
 def test_shared_layers_never_import_a_benchmark() -> None:
     offenders = [
         f"{module_name(p)}:{line} imports {t}"

@@ -28,7 +28,8 @@ from clinieval.benchmarks.ehrnoteqa.scoring import ChoiceJudgeRubric, FreeTextJu
 from clinieval.benchmarks.medalign.scoring import MedAlignRubric
 from clinieval.judge.reference import ReferenceRubric
 from clinieval.judge.rubric import VerdictParseError, parse_score, parse_yes_no
-from clinieval.judge.verdict import ECHO_RUN, REASONS
+from clinieval.judge.verdict import REASONS
+from clinieval.judge.verdict_numbered import ECHO_RUN
 
 CORPUS = Path(__file__).parent / "data" / "judge-replies.jsonl"
 

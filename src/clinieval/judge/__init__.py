@@ -4,7 +4,8 @@
   :class:`~clinieval.judge.rubric.Rubric` protocol, :class:`~clinieval.judge.rubric.Verdict` and
   the verdict parsers rubrics compose). Pure text in, numbers out; no model, no files. The
   readers follow one principle (only the final verdict block is read), stated in
-  :mod:`clinieval.judge.verdict` with the line-based readers; the yes/no reader is
+  :mod:`clinieval.judge.verdict` with the one-score and section readers; the numbered scores
+  reader is :mod:`clinieval.judge.verdict_numbered`, the yes/no reader
   :mod:`clinieval.judge.verdict_yes_no`, the JSON object reader :mod:`clinieval.judge.verdict_json`.
   :mod:`clinieval.judge.reference` is the rubric for any task with reference answers, and
   :mod:`clinieval.judge.catalog` the rubrics ``clinieval judge --rubric`` may name.

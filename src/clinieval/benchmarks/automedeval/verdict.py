@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from clinieval.benchmarks.automedeval.judge_set import SCORE_RANGE
 from clinieval.benchmarks.automedeval.prompts import EXAMPLE_REPLY
-from clinieval.judge.verdict import NumberedFormat, VerdictParseError, locate_numbered, numbered_scores
+from clinieval.judge.verdict import VerdictParseError
+from clinieval.judge.verdict_numbered import NumberedFormat, locate_numbered, numbered_scores
 from clinieval.scoring.echo import mask_copies
 
 RESPONSE_CHARS = 1000
