@@ -73,3 +73,12 @@ def test_the_committed_ledger_is_well_formed_and_names_files_that_exist() -> Non
     rows = [f"D{i} {a}:1-6 ~ {b}:1-6 shape" for i, (a, b) in enumerate(kept, 1)]
     result = compare(listed_pairs(rows), kept)
     assert result.unmarked == [] and result.gone == []
+
+
+def test_a_gone_entry_fails_the_check_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every ledger row the tool no longer lists is named: the ledger is what the tool lists now."""
+    saved = tmp_path / "rows.txt"
+    saved.write_text("no duplicates (0 files read)\n")
+    kept = ledger_pairs(LEDGER.read_text(encoding="utf-8"))
+    assert main(["--rows", str(saved)]) == (1 if kept else 0)
+    assert capsys.readouterr().out.count("gone: ") == len(kept)

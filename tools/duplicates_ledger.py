@@ -8,15 +8,18 @@ person has read and decided to keep, by its two files and why. This script runs 
 sorts its rows into three kinds:
 
 - **unmarked**: a pair no one has read yet; fold it if it is a copy, or add it to the ledger
-  with its reason. Any unmarked pair makes the exit status 1;
+  with its reason;
 - **marked**: a pair the ledger keeps;
 - **gone**: a ledger entry the tool no longer lists; delete it from the ledger.
+
+An unmarked pair or a gone entry makes the exit status 1: the ledger is a list of what the tool
+lists now, not of what it once did.
 
 Pairs the tool itself marks boilerplate are left out, as the ledger's count is of the others.
 Line numbers move with every edit, so a pair is known by its two files; where the tool lists two
 pairs between the same files, one ledger row covers both. Standard library only::
 
-    python3 tools/duplicates_ledger.py             # run duplicates, compare, exit 1 if unmarked
+    python3 tools/duplicates_ledger.py             # run duplicates, compare, exit 1 on a difference
     python3 tools/duplicates_ledger.py --rows F    # compare a saved `duplicates --most 200` output
 """
 
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = compare(listed_pairs(rows), kept)
     print(report(result))
-    return 1 if result.unmarked else 0
+    return 1 if result.unmarked or result.gone else 0
 
 
 if __name__ == "__main__":
