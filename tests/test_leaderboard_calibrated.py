@@ -109,6 +109,36 @@ def test_the_numbers_are_the_ppi_estimates() -> None:
     assert 0.8 < data["calibration"]["agreement"]["agreement"] < 1.0
 
 
+def test_a_fixed_judge_weight_is_plain_ppi_throughout() -> None:
+    """``lam`` fixed (``suite report --lam``): every number is PPI with that weight, named so on the
+    board, its pairs and its JSON; the ranks use the same weight."""
+    judge, clinicians, clusters = study()
+    board = _board(True, lam=1.0)
+    for s in board.scores:
+        want = ppi.ppi_mean(judge[s.model], clinicians[s.model], clusters, 0.05, lam=1.0)
+        assert (s.mean, *s.ci) == pytest.approx((want.value, want.low, want.high))
+        assert s.estimator == "PPI" and board.calibration.model(s.model).calibrated.lam == 1.0
+    for p in board.pairs:
+        diff, pvalue = ppi.ppi_difference(
+            judge[p.a], judge[p.b], clinicians[p.a], clinicians[p.b], clusters, 0.05, lam=1.0
+        )
+        assert (p.mean_difference, *p.ci, p.pvalue) == pytest.approx(
+            (diff.value, diff.low, diff.high, pvalue)
+        )
+        assert p.test.startswith("PPI (the judge's weight 1)")
+    data = board.as_json()
+    assert data["calibration"]["estimator"] == "PPI" and data["calibration"]["lam"] == 1.0
+    assert data["ci_method"].startswith("PPI: ") and "fixed at 1" in data["ci_method"]
+    assert data["pair_test"].startswith("PPI (the judge's weight 1)")
+    # the tuned board differs: its weights are fitted per model, below 1 for an imperfect judge
+    tuned = _board(True)
+    assert all(0.0 <= tuned.calibration.model(m).calibrated.lam < 1.0 for m in TRUTH)
+    assert (
+        tuned.as_json()["calibration"]["estimator"] == "PPI++"
+        and tuned.as_json()["calibration"]["lam"] is None
+    )
+
+
 def test_ranked_and_scored_judgements_calibrate_too() -> None:
     """Clinicians who rank every model's answer give each a win share in [0, 1] (the fraction of
     the other answers it beat, ties half); scored judgements keep their scale."""

@@ -125,6 +125,16 @@ def test_the_judge_alone_ranks_the_flattered_model_first_and_calibration_correct
     assert cal["lucky"]["judge_bias"]["ci"][0] > 0.2  # the judge's kindness to lucky, found
     assert cal["lucky"]["judge_only"]["value"] == pytest.approx(1.0)
     assert calibrated["metric"].startswith("clinicians' correctness, calibrated (PPI++)")
+    # the judge's weight fixed (plain PPI), as docs/calibration.md advises for small samples
+    fixed = run_cli("suite", "report", str(suite), "--clinicians", db, "--lam", "1")
+    assert fixed.returncode == 0, fixed.stderr
+    (plain,) = _board(suite)["benchmarks"]
+    assert plain["calibration"]["estimator"] == "PPI" and plain["metric"].startswith(
+        "clinicians' correctness, calibrated (PPI) from"
+    )
+    assert all(m["calibrated"]["lam"] == 1.0 for m in plain["calibration"]["models"])
+    assert all(s["estimator"] == "PPI" for s in plain["scores"])
+    assert "Calibrated (PPI)" in (suite / "report" / "leaderboard.md").read_text(encoding="utf-8")
 
     # the stand-in clinician's reviews are ordinary submitted reviews of the review database
     from clinieval.review.export import submitted_rows
@@ -198,6 +208,9 @@ def test_bad_calibration_arguments_are_one_line_and_write_nothing(suite: Path, t
             ["--clinicians", str(suite / "review.db"), "--sample", "nope"],
             "nope.json: no clinician sample here",
         ),
+        (["--lam", "1"], "--lam goes with --clinicians DB_OR_EXPORT"),
+        (["--clinicians", str(suite / "review.db"), "--lam", "1.5"], "--lam 1.5: expected a weight from 0"),
+        (["--clinicians", str(suite / "review.db"), "--lam", "nan"], "--lam nan: expected a weight from 0"),
     ]
     for args, message in cases:
         done = run_cli("suite", "report", str(suite), *args)

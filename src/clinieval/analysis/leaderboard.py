@@ -42,7 +42,7 @@ from clinieval.analysis import leaderboard_calibrated as calibrated
 from clinieval.analysis._validation import level as check_level
 from clinieval.analysis._validation import positive_int
 from clinieval.analysis.exact_pairs import PairTest, exact_pair_test
-from clinieval.analysis.leaderboard_calibrated import CALIBRATED_CI_METHOD, CALIBRATED_PAIR_TEST, Calibration
+from clinieval.analysis.leaderboard_calibrated import Calibration
 from clinieval.analysis.leaderboard_ranks import (
     FloatArray,
     RankDistribution,
@@ -213,10 +213,11 @@ def _calibrated_pair(b: BenchmarkScores, x: str, y: str, level: float, enough: b
         b.clusters,
         level=level,
         margin=b.margin is not None,
+        lam=b.lam,
     )
     interval = PairedBootstrap(diff.value, diff.low, diff.high, p, diff.n_judged)
     units = diff.clusters or diff.n_judged
-    test = PairTest(p, CALIBRATED_PAIR_TEST, units, exhaustive=True, mc_error=None, smallest=0.0)
+    test = PairTest(p, calibrated.pair_test_name(b.lam), units, exhaustive=True, mc_error=None, smallest=0.0)
     return _Paired(interval, test, diff.n_judged, enough, wide)
 
 
@@ -305,7 +306,7 @@ def _warnings(b: BenchmarkScores, scores: Sequence[ModelScore], pairs: Sequence[
         unit = f"{clusters} patients" if clusters is not None else f"{n} items"
         minimum = f"{MIN_CLUSTERS} patients" if clusters is not None else f"{MIN_ITEMS} items"
         line = f"Only {unit} (fewer than the {minimum} this page asks for before trusting an order)"
-        exact = [p for p in pairs if p.test != CALIBRATED_PAIR_TEST]  # PPI++'s normal test has no floor
+        exact = [] if b.clinicians is not None else list(pairs)  # PPI's normal test has no floor
         if exact:
             best = min(p.smallest_p for p in exact)
             line += f"; the smallest p-value any pair test could reach here is {best:.3g}"
@@ -349,7 +350,9 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
     given = list(b.scores)
     cal = None
     if b.clinicians is not None:
-        cal = calibrated.calibrate(b.scores, b.clinicians, b.clusters, kind=b.clinician_kind, level=level)
+        cal = calibrated.calibrate(
+            b.scores, b.clinicians, b.clusters, kind=b.clinician_kind, level=level, lam=b.lam
+        )
     headline = {
         m: _headline(b, m, level, resamples, seed) if cal is None else _calibrated_headline(b, m, cal)
         for m in given
@@ -402,7 +405,7 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
 
 def _ci_method(b: BenchmarkScores, cal: Calibration | None) -> str:
     if cal is not None:
-        return CALIBRATED_CI_METHOD + (", patients as clusters" if b.clusters is not None else "")
+        return cal.ci_method + (", patients as clusters" if b.clusters is not None else "")
     if b.clusters is not None:
         return "bootstrap over patients (a patient's items together)"
     return "bootstrap over items"

@@ -44,6 +44,31 @@ CALIBRATED_CI_METHOD = (
 CALIBRATED_PAIR_TEST = (
     "PPI++ on the paired differences of the items both models answered, normal approximation"
 )
+
+
+def estimator_name(lam: float | None) -> str:
+    """PPI++ when the judge's weight is tuned on the data, plain PPI when the user fixed it."""
+    return ESTIMATOR if lam is None else "PPI"
+
+
+def ci_method_name(lam: float | None) -> str:
+    if lam is None:
+        return CALIBRATED_CI_METHOD
+    return (
+        f"PPI: every judge score and the clinicians' ratings together, the judge's weight fixed at {lam:g},"
+        " a normal interval"
+    )
+
+
+def pair_test_name(lam: float | None) -> str:
+    if lam is None:
+        return CALIBRATED_PAIR_TEST
+    return (
+        f"PPI (the judge's weight {lam:g}) on the paired differences of the items both models answered,"
+        " normal approximation"
+    )
+
+
 MIN_RATED = 30
 """Fewer rated items than this (or :data:`MIN_RATED_PATIENTS` patients) draws a warning: the
 normal interval rests on the clinicians' sample, and a small one makes it approximate."""
@@ -78,9 +103,23 @@ class Calibration:
     kind: str
     models: tuple[ModelCalibration, ...]
     agreement: Mapping[str, float | int | None]
+    lam: float | None = None
+    """The judge's weight when the user fixed it (``suite report --lam``); None: tuned per model."""
 
     def model(self, name: str) -> ModelCalibration:
         return next(m for m in self.models if m.model == name)
+
+    @property
+    def estimator(self) -> str:
+        return estimator_name(self.lam)
+
+    @property
+    def ci_method(self) -> str:
+        return ci_method_name(self.lam)
+
+    @property
+    def pair_test(self) -> str:
+        return pair_test_name(self.lam)
 
     @property
     def rated(self) -> int:
@@ -90,7 +129,8 @@ class Calibration:
     def as_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "estimator": ESTIMATOR,
+            "estimator": self.estimator,
+            "lam": self.lam,
             "rated": self.rated,
             "models": [m.as_json() for m in self.models],
             "agreement": dict(self.agreement),
@@ -117,11 +157,13 @@ def calibrate(
     *,
     kind: str,
     level: float,
+    lam: float | None = None,
 ) -> Calibration:
     """Each model's judge-only, clinicians-only, PPI++ and bias estimates at ``level``, and the
     judge-clinician agreement over every rated answer. Ratings of items the judge did not score
     (the answer failed, the judge gave no verdict) cannot be paired with a judge score and are
-    left out here, as the judge's own failures are left out of its mean."""
+    left out here, as the judge's own failures are left out of its mean. ``lam`` fixes the judge's
+    weight (1: plain PPI) instead of tuning it per model."""
     alpha = 1.0 - level
     out = []
     for model, f in judge.items():
@@ -131,11 +173,11 @@ def calibrate(
                 model,
                 judge_only(f, clusters, alpha),
                 clinicians_only(y, clusters, alpha),
-                ppi_mean(f, y, clusters, alpha),
+                ppi_mean(f, y, clusters, alpha, lam),
                 judge_bias(f, y, clusters, alpha),
             )
         )
-    return Calibration(kind, tuple(out), agreement(judge, clinicians))
+    return Calibration(kind, tuple(out), agreement(judge, clinicians), lam)
 
 
 def agreement(judge: Mapping[str, Scores], clinicians: Mapping[str, Scores]) -> dict[str, float | int | None]:
@@ -166,14 +208,15 @@ def paired(
     *,
     level: float,
     margin: bool,
+    lam: float | None = None,
 ) -> tuple[Estimate, float, tuple[float, float] | None]:
     """X minus Y by PPI++ on the paired differences: the estimate, its two-sided p-value and,
     when a margin is asked for, the ``1 - 2 alpha`` interval its one-sided tests read."""
     alpha = 1.0 - level
-    diff, p = ppi_difference(judge_x, judge_y, clin_x, clin_y, clusters, alpha)
+    diff, p = ppi_difference(judge_x, judge_y, clin_x, clin_y, clusters, alpha, lam)
     wide = None
     if margin:
-        two, _ = ppi_difference(judge_x, judge_y, clin_x, clin_y, clusters, 2.0 * alpha)
+        two, _ = ppi_difference(judge_x, judge_y, clin_x, clin_y, clusters, 2.0 * alpha, lam)
         wide = (two.low, two.high)
     return diff, p, wide
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clinieval.analysis.leaderboard_calibrated import CALIBRATED_PAIR_TEST, Calibration
+from clinieval.analysis.leaderboard_calibrated import Calibration
 from clinieval.analysis.leaderboard_ranks import FloatArray, JudgeStability, RankDistribution
 
 AGGREGATION = (
@@ -58,6 +58,9 @@ class BenchmarkScores:
     (:mod:`clinieval.analysis.leaderboard_calibrated`), not the judge's."""
     clinician_kind: str = ""
     """What the clinicians judged: "correctness", "rating" or "ranking" (win share)."""
+    lam: float | None = None
+    """With ``clinicians``: the judge's weight, fixed (1 is plain PPI, 0 the clinicians alone);
+    None tunes it per model to the narrowest interval (PPI++)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +174,7 @@ class BenchmarkBoard:
             "models": list(self.models),
             "clustered": self.clustered,
             "ci_method": self.ci_method,
-            "pair_test": (PAIR_TEST if self.calibration is None else CALIBRATED_PAIR_TEST)
+            "pair_test": (PAIR_TEST if self.calibration is None else self.calibration.pair_test)
             + (", patients exchanged whole" if self.clustered else ""),
             "scale": list(self.scale) if self.scale else None,
             "digits": self.digits,

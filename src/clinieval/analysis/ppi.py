@@ -81,7 +81,7 @@ FloatArray: TypeAlias = NDArray[np.float64]
 IntArray: TypeAlias = NDArray[np.int64]
 Scores: TypeAlias = Mapping[str, float]
 Clusters: TypeAlias = Mapping[str, str]
-Estimator: TypeAlias = Literal["judge only", "clinicians only", "PPI++", "judge minus clinicians"]
+Estimator: TypeAlias = Literal["judge only", "clinicians only", "PPI++", "PPI", "judge minus clinicians"]
 
 
 class PPIError(UserError, ValueError):
@@ -98,10 +98,11 @@ class Estimate:
 
     ``estimator`` says which data it rests on: "judge only" (every judge score, the judge's own
     mean: biased by however much the judge is), "clinicians only" (the rated items alone),
-    "PPI++" (both), "judge minus clinicians" (the judge's bias, from the rated items).
+    "PPI++" (both, the judge's weight tuned), "PPI" (both, the weight fixed by the caller), "judge
+    minus clinicians" (the judge's bias, from the rated items).
     ``n_rated`` and ``n_judged`` count the clinician ratings and judge scores behind it;
     ``clusters`` the patients behind the variance when items are clustered (the rated patients,
-    or for judge only the judged ones), else None; ``lam`` the judge's weight (PPI++ only);
+    or for judge only the judged ones), else None; ``lam`` the judge's weight (PPI++ and PPI only);
     ``df`` the degrees of freedom of the interval's t quantile (infinite: a normal interval, for
     independent items; the patients less one when clustered).
     """
@@ -483,7 +484,7 @@ def _ppi(
         lam=lam,
     )
     estimate = _estimate(
-        "PPI++",
+        "PPI++" if lam is None else "PPI",
         batch,
         alpha,
         n_rated=data.y.size,
@@ -518,6 +519,7 @@ def ppi_difference(
     clin_b: Scores,
     clusters: Clusters | None = None,
     alpha: float = 0.05,
+    lam: float | None = None,
 ) -> tuple[Estimate, float]:
     """Model a minus model b at the clinician level (PPI++ on paired differences), with a p-value.
 
@@ -528,12 +530,13 @@ def ppi_difference(
     ``mean(Y_a - Y_b)`` and the two-sided p-value of "no difference", from the same ``lam``,
     standard error and distribution as the interval (so p < alpha exactly when the interval
     excludes 0; a zero standard error gives p = 1 for a zero difference and 0 otherwise).
+    ``lam`` as in :func:`ppi_mean`: None tunes the judge's weight on the differences.
     """
     judged = sorted(set(judge_a) & set(judge_b))
     rated = sorted(set(clin_a) & set(clin_b))
     diff_judge = {k: judge_a[k] - judge_b[k] for k in judged}
     diff_clin = {k: clin_a[k] - clin_b[k] for k in rated}
-    estimate, batch = _ppi(diff_judge, diff_clin, clusters, alpha, None)
+    estimate, batch = _ppi(diff_judge, diff_clin, clusters, alpha, lam)
     return estimate, float(batch.p_value()[0])
 
 

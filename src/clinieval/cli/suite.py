@@ -177,10 +177,18 @@ def report(
         str | None,
         typer.Option("--sample", help="with --clinicians: the sample's name (`suite sample --study`)"),
     ] = None,
+    lam: Annotated[
+        float | None,
+        typer.Option(
+            "--lam",
+            help="with --clinicians: fix the judge's weight instead of fitting it (1: plain PPI, 0: the"
+            " clinicians alone); docs/calibration.md advises it below about 100 rated items",
+        ),
+    ] = None,
 ) -> None:
     """Write the leaderboard (SUITE_DIR/report/leaderboard.html, .md, .json), each benchmark's own
     report and a per-item results browser, from what the suite recorded; no model is asked."""
-    for line in _report(suite_dir, clinicians=clinicians, sample_name=sample_name):
+    for line in _report(suite_dir, clinicians=clinicians, sample_name=sample_name, lam=lam):
         typer.echo(line)
 
 
@@ -200,14 +208,22 @@ def _recorded(out: Path) -> tuple[SuitePlan, SuiteManifest]:
 
 
 def _report(
-    out: Path, notes: Sequence[str] = (), *, clinicians: str | None = None, sample_name: str | None = None
+    out: Path,
+    notes: Sequence[str] = (),
+    *,
+    clinicians: str | None = None,
+    sample_name: str | None = None,
+    lam: float | None = None,
 ) -> list[str]:
+    from clinieval.errors import UserError
     from clinieval.suite.report import write_suite_report
 
     if sample_name is not None and clinicians is None:
-        from clinieval.errors import UserError
-
         raise UserError("--sample goes with --clinicians DB_OR_EXPORT")
+    if lam is not None and clinicians is None:
+        raise UserError("--lam goes with --clinicians DB_OR_EXPORT (it weighs the judge against the ratings)")
+    if lam is not None and not 0.0 <= lam <= 1.0:
+        raise UserError(f"--lam {lam:g}: expected a weight from 0 (the clinicians alone) to 1 (plain PPI)")
     planned, manifest = _recorded(out)
     tiny = tiny_models(planned.suite.models)
     if tiny:
@@ -219,7 +235,7 @@ def _report(
 
         design = read_design(design_path(out, sample_name or DEFAULT_NAME))
         ratings = read_clinicians(clinicians, design)
-    written = write_suite_report(planned, manifest, notes=notes, clinicians=ratings)
+    written = write_suite_report(planned, manifest, notes=notes, clinicians=ratings, lam=lam)
     return [*(f"note: {n}" for n in written.notes), *(str(p) for p in written.files)]
 
 

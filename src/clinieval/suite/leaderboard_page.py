@@ -85,7 +85,7 @@ def _scores_table(b: JSON, links: Mapping[str, str | None]) -> Table:
     level = b["level_percent"]
     header = [
         "Model",
-        "Calibrated (PPI++)" if b.get("calibration") else "Mean",
+        f"Calibrated ({_estimator(b)})" if b.get("calibration") else "Mean",
         f"{level}% CI",
         "n",
         "Failed",
@@ -112,8 +112,8 @@ def _test_name(p: JSON) -> str:
         return "paired bootstrap"  # a leaderboard.json written before exact tests
     if test.startswith("exact McNemar"):
         return "exact McNemar"
-    if test.startswith("PPI++"):
-        return "PPI++, normal"
+    if test.startswith("PPI"):
+        return f"{test.split(' ', 1)[0]}, normal"
     return "sign-flip, exact" if p.get("exhaustive", True) else "sign-flip, Monte Carlo"
 
 
@@ -307,6 +307,11 @@ def _benchmark(b: JSON, links: Mapping[str, str | None], board: JSON) -> Section
     return Section(f"{b['name']} — {b['metric']}", blocks, anchor(b["name"]))
 
 
+def _estimator(b: JSON) -> str:
+    """PPI++ (the judge's weight tuned), or PPI (fixed with ``suite report --lam``)."""
+    return str(b["calibration"].get("estimator") or "PPI++")
+
+
 def _what_the_number_is(b: JSON) -> str:
     cal = b.get("calibration")
     if not cal:
@@ -314,7 +319,7 @@ def _what_the_number_is(b: JSON) -> str:
     rated = sorted({m["calibrated"]["n_rated"] for m in cal["models"]})
     per = f"{rated[0]}" if len(rated) == 1 else f"{rated[0]}–{rated[-1]}"
     return (
-        "The clinicians' mean as estimated by PPI++ from every judge score of the model and"
+        f"The clinicians' mean as estimated by {_estimator(b)} from every judge score of the model and"
         f" {per} clinician ratings per model (the section below has the judge-only and clinicians-only"
         " numbers beside it)"
     )
@@ -324,9 +329,10 @@ JUDGE_COLOUR = "#999999"
 CALIBRATED_COLOUR = "#1f77b4"
 CALIBRATION_NOTE = (
     "Judge only: the judge's mean over every answer, biased by however much the judge is. Clinicians only:"
-    " the rated sample alone, unbiased but wide. Calibrated (PPI++): every judge score, corrected by the"
+    " the rated sample alone, unbiased but wide. Calibrated: every judge score, corrected by the"
     " clinicians' sample: unbiased whatever the judge's bias, and narrower than the sample alone when the"
-    " judge agrees with the clinicians (λ: how much weight the judge's scores get, 0 to 1, fitted). Judge"
+    " judge agrees with the clinicians (λ: how much weight the judge's scores get, 0 to 1; fitted to the"
+    " data by PPI++, or fixed by the user with `suite report --lam`, which is plain PPI). Judge"
     " bias: the judge's mean minus the clinicians' on the rated answers; a bias that differs between"
     " models is why a ranking by the judge alone can be wrong with tight intervals. docs/calibration.md"
     " says when to trust which."
@@ -350,7 +356,7 @@ def calibration_blocks(b: JSON) -> list[Block]:
                 NO_LINK if lam is None else f"{lam:.2f}",
             ]
         )
-    header = ["Model", "Judge only", "Clinicians only", "Calibrated (PPI++)", "Judge bias", "λ"]
+    header = ["Model", "Judge only", "Clinicians only", f"Calibrated ({_estimator(b)})", "Judge bias", "λ"]
     models = [m["model"] for m in cal["models"]]
     picture = forest_svg(
         f"{b['name']}: judge only and calibrated, {level}% CI",

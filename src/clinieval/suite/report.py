@@ -46,10 +46,12 @@ def write_suite_report(
     *,
     notes: Sequence[str] = (),
     clinicians: ClinicianRatings | None = None,
+    lam: float | None = None,
 ) -> SuiteReport:
     """Every complete cell's headline, each benchmark's own report and results browser, then the
     leaderboard, under ``DIR/report`` (``DIR``: the manifest's folder). With ``clinicians``
-    (ratings of a ``suite sample``), each benchmark they rated is calibrated (PPI++)."""
+    (ratings of a ``suite sample``), each benchmark they rated is calibrated: PPI++, or plain PPI
+    with the judge's weight fixed at ``lam``."""
     from clinieval.analysis.leaderboard import build_leaderboard
     from clinieval.suite.leaderboard import write_leaderboard
 
@@ -77,7 +79,7 @@ def write_suite_report(
         if ranked:
             margin = done[0].entry.table.get("margin")
             table = benchmark_scores(prepared.benchmark, _metric(done[0], ranked), ranked, margin)
-            table, said = calibrated_scores(table, clinicians)
+            table, said = calibrated_scores(table, clinicians, lam)
             left_out += said
             scores.append(table)
             links[prepared.benchmark] = pages
@@ -181,7 +183,7 @@ def benchmark_scores(
 
 
 def calibrated_scores(
-    board: BenchmarkScores, clinicians: ClinicianRatings | None
+    board: BenchmarkScores, clinicians: ClinicianRatings | None, lam: float | None = None
 ) -> tuple[BenchmarkScores, list[str]]:
     """``board`` with the clinicians' ratings of it, and what the page should say about them.
 
@@ -189,6 +191,8 @@ def calibrated_scores(
     after the sample was drawn has none, and a board that mixed calibrated and judge-only
     numbers would compare unlike things, so it stays judge-only and the note says why."""
     from dataclasses import replace
+
+    from clinieval.analysis.leaderboard_calibrated import estimator_name
 
     if clinicians is None or board.name not in clinicians.scores:
         return board, []
@@ -210,9 +214,9 @@ def calibrated_scores(
         return board, said
     mine = {m: dict(rated[m]) for m in board.scores}
     # the estimate is of the clinicians' score, on their scale (a rating's 1-5), not the judge's
-    metric = f"clinicians' {clinicians.kind}, calibrated (PPI++) from {board.metric}"
+    metric = f"clinicians' {clinicians.kind}, calibrated ({estimator_name(lam)}) from {board.metric}"
     calibrated = replace(
-        board, metric=metric, clinicians=mine, clinician_kind=clinicians.kind, scale=clinicians.scale
+        board, metric=metric, clinicians=mine, clinician_kind=clinicians.kind, scale=clinicians.scale, lam=lam
     )
     return calibrated, said
 
