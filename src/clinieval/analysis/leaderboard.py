@@ -217,7 +217,8 @@ def _calibrated_pair(b: BenchmarkScores, x: str, y: str, level: float, enough: b
     )
     interval = PairedBootstrap(diff.value, diff.low, diff.high, p, diff.n_judged)
     units = diff.clusters or diff.n_judged
-    test = PairTest(p, calibrated.pair_test_name(b.lam), units, exhaustive=True, mc_error=None, smallest=0.0)
+    named = calibrated.method(b.lam).pair_test
+    test = PairTest(p, named, units, exhaustive=True, mc_error=None, smallest=0.0)
     return _Paired(interval, test, diff.n_judged, enough, wide)
 
 
@@ -405,7 +406,7 @@ def _benchmark(b: BenchmarkScores, level: float, resamples: int, seed: int) -> B
 
 def _ci_method(b: BenchmarkScores, cal: Calibration | None) -> str:
     if cal is not None:
-        return cal.ci_method + (", patients as clusters" if b.clusters is not None else "")
+        return cal.method.ci_method + (", patients as clusters" if b.clusters is not None else "")
     if b.clusters is not None:
         return "bootstrap over patients (a patient's items together)"
     return "bootstrap over items"

@@ -36,36 +36,31 @@ from clinieval.analysis.uncertainty import cluster_index
 
 Scores = Mapping[str, float]
 
-ESTIMATOR = "PPI++"
-CALIBRATED_CI_METHOD = (
-    "PPI++: every judge score and the clinicians' ratings together (prediction-powered inference,"
-    " power-tuned), a normal interval"
-)
-CALIBRATED_PAIR_TEST = (
-    "PPI++ on the paired differences of the items both models answered, normal approximation"
-)
+@dataclass(frozen=True, slots=True)
+class Method:
+    """How a calibrated board's numbers were made, in its own words: the estimator's name, how its
+    intervals were made and how its pairs were tested."""
+
+    estimator: str
+    ci_method: str
+    pair_test: str
 
 
-def estimator_name(lam: float | None) -> str:
-    """PPI++ when the judge's weight is tuned on the data, plain PPI when the user fixed it."""
-    return ESTIMATOR if lam is None else "PPI"
-
-
-def ci_method_name(lam: float | None) -> str:
+def method(lam: float | None) -> Method:
+    """PPI++ when the judge's weight is tuned on the data; plain PPI with the weight the user fixed."""
     if lam is None:
-        return CALIBRATED_CI_METHOD
-    return (
+        return Method(
+            "PPI++",
+            "PPI++: every judge score and the clinicians' ratings together (prediction-powered inference,"
+            " power-tuned), a normal interval",
+            "PPI++ on the paired differences of the items both models answered, normal approximation",
+        )
+    return Method(
+        "PPI",
         f"PPI: every judge score and the clinicians' ratings together, the judge's weight fixed at {lam:g},"
-        " a normal interval"
-    )
-
-
-def pair_test_name(lam: float | None) -> str:
-    if lam is None:
-        return CALIBRATED_PAIR_TEST
-    return (
+        " a normal interval",
         f"PPI (the judge's weight {lam:g}) on the paired differences of the items both models answered,"
-        " normal approximation"
+        " normal approximation",
     )
 
 
@@ -110,16 +105,8 @@ class Calibration:
         return next(m for m in self.models if m.model == name)
 
     @property
-    def estimator(self) -> str:
-        return estimator_name(self.lam)
-
-    @property
-    def ci_method(self) -> str:
-        return ci_method_name(self.lam)
-
-    @property
-    def pair_test(self) -> str:
-        return pair_test_name(self.lam)
+    def method(self) -> Method:
+        return method(self.lam)
 
     @property
     def rated(self) -> int:
@@ -129,7 +116,7 @@ class Calibration:
     def as_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "estimator": self.estimator,
+            "estimator": self.method.estimator,
             "lam": self.lam,
             "rated": self.rated,
             "models": [m.as_json() for m in self.models],

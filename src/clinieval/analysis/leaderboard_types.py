@@ -174,7 +174,7 @@ class BenchmarkBoard:
             "models": list(self.models),
             "clustered": self.clustered,
             "ci_method": self.ci_method,
-            "pair_test": (PAIR_TEST if self.calibration is None else self.calibration.pair_test)
+            "pair_test": (PAIR_TEST if self.calibration is None else self.calibration.method.pair_test)
             + (", patients exchanged whole" if self.clustered else ""),
             "scale": list(self.scale) if self.scale else None,
             "digits": self.digits,

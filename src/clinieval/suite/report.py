@@ -192,7 +192,7 @@ def calibrated_scores(
     numbers would compare unlike things, so it stays judge-only and the note says why."""
     from dataclasses import replace
 
-    from clinieval.analysis.leaderboard_calibrated import estimator_name
+    from clinieval.analysis.leaderboard_calibrated import method
 
     if clinicians is None or board.name not in clinicians.scores:
         return board, []
@@ -214,7 +214,7 @@ def calibrated_scores(
         return board, said
     mine = {m: dict(rated[m]) for m in board.scores}
     # the estimate is of the clinicians' score, on their scale (a rating's 1-5), not the judge's
-    metric = f"clinicians' {clinicians.kind}, calibrated ({estimator_name(lam)}) from {board.metric}"
+    metric = f"clinicians' {clinicians.kind}, calibrated ({method(lam).estimator}) from {board.metric}"
     calibrated = replace(
         board, metric=metric, clinicians=mine, clinician_kind=clinicians.kind, scale=clinicians.scale, lam=lam
     )
