@@ -781,3 +781,22 @@ def test_access_log_drops_the_query_string() -> None:
     )
     assert _NoQuery().filter(line)
     assert line.getMessage() == '127.0.0.1:5 - "GET /a/3/search HTTP/1.1" 200'
+
+
+def test_admin_pages_name_a_correctness_study_by_what_reviewers_do(
+    app_client: TestClient, engine: Engine
+) -> None:
+    """A rank study that asks no ranking (``suite sample``'s correctness studies) is "Mark answers
+    correct" on the admin pages as in the reviewer's queue; they said "Rank answers"."""
+    answers = (AnswerIn("a1", SOURCES[0], "only answer"),)
+    importing.import_items(
+        engine, "right-or-wrong", "rank", {"rank": False}, [ReviewItem("c1", "Q?", answers=answers)]
+    )
+    login(app_client, "admin")
+    listing = app_client.get("/admin").text
+    row = re.search(r'<tr class="study-row" data-study="right-or-wrong">.*?</tr>', listing, re.S)
+    assert row and "Mark answers correct" in row.group(0) and "Rank answers" not in row.group(0)
+    ranked = re.search(r'<tr class="study-row" data-study="rank-study">.*?</tr>', listing, re.S)
+    assert ranked and "Rank answers" in ranked.group(0)
+    page = app_client.get("/admin/studies/right-or-wrong").text
+    assert '<span class="kind">Mark answers correct</span>' in page

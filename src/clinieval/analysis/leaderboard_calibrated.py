@@ -36,6 +36,7 @@ from clinieval.analysis.uncertainty import cluster_index
 
 Scores = Mapping[str, float]
 
+
 @dataclass(frozen=True, slots=True)
 class Method:
     """How a calibrated board's numbers were made, in its own words: the estimator's name, how its

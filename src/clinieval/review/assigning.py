@@ -24,6 +24,7 @@ from clinieval.review.db import (
     write_session,
 )
 from clinieval.review.store import get_study
+from clinieval.review.study_kinds import get_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +155,9 @@ class Progress:
 
     study: str
     kind: str
+    label: str
+    """What a reviewer does in the study, as the reviewer's queue says it ("Mark answers correct"
+    for a rank study that asks no ranking)."""
     items: int
     assigned_items: int
     complete_items: int
@@ -183,6 +187,7 @@ def progress(engine: Engine, study: str) -> Progress:
     return Progress(
         study=row.name,
         kind=row.kind,
+        label=get_kind(row.kind).title(row.config or {}),
         items=n_items,
         assigned_items=len(assigned),
         complete_items=len(assigned - open_items),

@@ -16,7 +16,6 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from clinieval.review.reviewing import letter
-from clinieval.review.study_kinds import get_kind
 from clinieval.review.web.security import csrf_token, optional_user
 
 TEMPLATES: Final = Path(__file__).resolve().parent.parent / "templates"
@@ -33,13 +32,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.globals["letter"] = letter
-    env.globals["kind_label"] = kind_label
     return env
-
-
-def kind_label(name: str) -> str:
-    """A study kind as the pages say it, in plain words ("Rate answers")."""
-    return get_kind(name).label
 
 
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
