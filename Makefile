@@ -88,7 +88,7 @@ demo-suite: install
 	$(BIN)/clinieval suite demo --out runs/suite-demo
 
 test: install
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
