@@ -190,16 +190,12 @@ def _author(obj: Mapping[str, Any], where: str) -> str | None:
     return author.strip()
 
 
-def _item_key(item: ReviewItem) -> str:
-    return item.item
-
-
 def read_items(path: Path) -> list[ReviewItem]:
     """Every item of a JSON Lines file, refusing a repeated item key (naming both lines)."""
     if not path.is_file():
         raise UserError(f"{path}: file not found")
     items = once_each(
-        ((where, parse_item(obj, where)) for where, obj in json_objects(path)), _item_key, "item"
+        ((where, parse_item(obj, where)) for where, obj in json_objects(path)), lambda i: i.item, "item"
     )
     if not items:
         raise UserError(f"{path}: no items")

@@ -73,7 +73,8 @@ class AssignmentView:
 
     @property
     def names(self) -> dict[str, str]:
-        return shown_names(self.answers)
+        """Answer key -> what the page calls it ("Answer B"), for the kinds' messages."""
+        return answer_names([a.key for a in self.answers])
 
     def key_of(self) -> dict[str, str]:
         """Letter -> answer key, to turn the posted form into a payload."""
@@ -104,11 +105,6 @@ def view_of(row: Assignment) -> AssignmentView:
         payload=row.payload,
         updated_at=row.updated_at,
     )
-
-
-def shown_names(answers: Sequence[ShownAnswer]) -> dict[str, str]:
-    """Answer key -> what the reviewer's page calls it ("Answer B"), for the kinds' messages."""
-    return {a.key: f"Answer {a.letter}" for a in answers}
 
 
 def answer_names(order: Sequence[str]) -> dict[str, str]:

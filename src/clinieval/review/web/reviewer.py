@@ -82,9 +82,8 @@ async def save_item(request: Request, assignment_id: int, user: User = Depends(c
     kind = get_kind(view.kind)
     raw = kind.parse_form(view, form)
     state = kind.form_state(view, raw)
-    names = reviewing.shown_names(view.answers)
     try:
-        payload = kind.validate(raw, view, view.config, partial=action == "save", names=names)
+        payload = kind.validate(raw, view, view.config, partial=action == "save", names=view.names)
         reviewing.save(engine_of(request), view.id, user, payload, version, submit=action == "submit")
     except store.StaleSave:
         return _stale(request, user, view, state)
